@@ -1,0 +1,67 @@
+//! The [`Actor`] trait that user code implements, and the [`export_actor!`](crate::export_actor!)
+//! macro that exposes one as the component's `actor` export.
+
+use crate::bindings::mote::actor::types::StopReason;
+use crate::context::Context;
+use crate::error::Result;
+use crate::message::{Envelope, Message};
+
+/// An actor: state created by `start`, then one `receive` per message of its kind.
+pub trait Actor: Sized + 'static {
+    /// The message type this actor expects; other kinds go to [`Actor::unhandled`].
+    type Msg: Message;
+
+    /// Creates the actor's state from its init bytes; an error fails the start.
+    fn start(ctx: &mut Context, init: &[u8]) -> Result<Self>;
+
+    /// Handles one message of kind `Self::Msg`; an error is a failure of this actor.
+    fn receive(&mut self, ctx: &mut Context, msg: Self::Msg) -> Result<()>;
+
+    /// Handles a message of any other kind; by default logs a warning and ignores it.
+    fn unhandled(&mut self, ctx: &mut Context, env: Envelope) -> Result<()> {
+        ctx.warn(&format!("unhandled message of kind `{}`", env.kind));
+        Ok(())
+    }
+
+    /// Called once when the actor stops, after its children have stopped.
+    fn stopping(&mut self, ctx: &mut Context, reason: StopReason) {
+        let _ = (ctx, reason);
+    }
+}
+
+/// Exports an [`Actor`] type as this component's `actor` interface.
+///
+/// Use it once per crate, at the top level: `mote_guest::export_actor!(MyActor);`.
+#[macro_export]
+macro_rules! export_actor {
+    ($ty:ty) => {
+        const _: () = {
+            ::std::thread_local! {
+                static MOTE_ACTOR_STATE: ::core::cell::RefCell<::core::option::Option<$ty>> =
+                    const { ::core::cell::RefCell::new(::core::option::Option::None) };
+            }
+
+            struct MoteActorExport;
+
+            impl $crate::bindings::exports::mote::actor::actor::Guest for MoteActorExport {
+                fn start(
+                    init: ::std::vec::Vec<u8>,
+                ) -> ::core::result::Result<(), ::std::string::String> {
+                    $crate::__private::start::<$ty>(&MOTE_ACTOR_STATE, &init)
+                }
+
+                fn receive(
+                    msg: $crate::bindings::mote::actor::types::Message,
+                ) -> ::core::result::Result<(), ::std::string::String> {
+                    $crate::__private::receive::<$ty>(&MOTE_ACTOR_STATE, msg)
+                }
+
+                fn stopping(reason: $crate::StopReason) {
+                    $crate::__private::stopping::<$ty>(&MOTE_ACTOR_STATE, reason)
+                }
+            }
+
+    $crate::bindings::__export_world!(MoteActorExport with_types_in $crate::bindings);
+        };
+    };
+}

@@ -1,0 +1,120 @@
+//! [`Context`]: what a hook may do, wrapping the `host` imports of the WIT contract.
+
+use std::cell::OnceCell;
+
+use crate::bindings::mote::actor::host;
+use crate::bindings::mote::actor::types::{Address, LogLevel};
+use crate::error::{Error, Result};
+use crate::message::{Message, encode};
+
+/// Handed to every [`Actor`](crate::Actor) hook: the actor's addresses, the current sender and
+/// the ways to reach the host.
+#[derive(Debug)]
+pub struct Context {
+    sender: Option<Address>,
+    myself: OnceCell<Address>,
+    parent: OnceCell<Option<Address>>,
+}
+
+impl Context {
+    /// A context for one hook call, with the sender of the message being processed, if any.
+    pub(crate) fn new(sender: Option<Address>) -> Self {
+        Self {
+            sender,
+            myself: OnceCell::new(),
+            parent: OnceCell::new(),
+        }
+    }
+
+    /// This actor's own address.
+    pub fn myself(&self) -> Address {
+        self.myself.get_or_init(host::self_address).clone()
+    }
+
+    /// The parent's address (`None` only for root actors).
+    pub fn parent(&self) -> Option<Address> {
+        self.parent.get_or_init(host::parent).clone()
+    }
+
+    /// The sender of the message being processed (`None` in `start`, `stopping`, or if the
+    /// message did not come from an actor).
+    pub fn sender(&self) -> Option<&Address> {
+        self.sender.as_ref()
+    }
+
+    /// Sends a typed message to an address.
+    pub fn tell<M: Message>(&self, to: &Address, msg: &M) -> Result<()> {
+        self.tell_raw(to, M::KIND, &encode(msg)?)
+    }
+
+    /// Sends a typed message to a path, absolute (`/user/a`) or relative (`child`, `../sibling`).
+    pub fn tell_path<M: Message>(&self, path: &str, msg: &M) -> Result<()> {
+        self.tell_path_raw(path, M::KIND, &encode(msg)?)
+    }
+
+    /// Sends a typed message back to the sender of the message being processed.
+    pub fn reply<M: Message>(&self, msg: &M) -> Result<()> {
+        match &self.sender {
+            Some(to) => self.tell(to, msg),
+            None => Err(Error::msg(format!(
+                "cannot reply `{}`: the current message has no sender",
+                M::KIND
+            ))),
+        }
+    }
+
+    /// Sends an already encoded body of the given kind to an address.
+    pub fn tell_raw(&self, to: &Address, kind: &str, body: &[u8]) -> Result<()> {
+        host::tell(to, kind, body).map_err(|e| Error::send(&to.path, e))
+    }
+
+    /// Sends an already encoded body of the given kind to a path.
+    pub fn tell_path_raw(&self, path: &str, kind: &str, body: &[u8]) -> Result<()> {
+        host::tell_path(path, kind, body).map_err(|e| Error::send(path, e))
+    }
+
+    /// Spawns a child named `name` from the deployed module `module`, handing it `init`.
+    pub fn spawn(&self, name: &str, module: &str, init: &[u8]) -> Result<Address> {
+        host::spawn(name, module, init).map_err(|e| Error::spawn(name, module, e))
+    }
+
+    /// Stops this actor or one of its descendants once the current message is done.
+    pub fn stop(&self, target: &Address) {
+        host::stop(target);
+    }
+
+    /// Stops this actor once the current message is done.
+    pub fn stop_self(&self) {
+        self.stop(&self.myself());
+    }
+
+    /// Writes a line to the host's log, tagged with this actor's path.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        host::log(level, message);
+    }
+
+    /// Logs at trace level.
+    pub fn trace(&self, message: &str) {
+        self.log(LogLevel::Trace, message);
+    }
+
+    /// Logs at debug level.
+    pub fn debug(&self, message: &str) {
+        self.log(LogLevel::Debug, message);
+    }
+
+    /// Logs at info level.
+    pub fn info(&self, message: &str) {
+        self.log(LogLevel::Info, message);
+    }
+
+    /// Logs at warn level.
+    pub fn warn(&self, message: &str) {
+        self.log(LogLevel::Warn, message);
+    }
+
+    /// Logs at error level.
+    pub fn error(&self, message: &str) {
+        self.log(LogLevel::Error, message);
+    }
+}
