@@ -1,0 +1,164 @@
+//! Message types spoken by the example actors, shared with the host's tests and benchmarks.
+//!
+//! Each type's wire kind is its bare name (see [`mote_guest::message!`]) and its body is
+//! postcard-encoded. Actor init bytes are UTF-8 words, split by [`init_words`] and parsed by
+//! [`init_arg`] and [`init_opt`]; [`report`] sends a [`Report`] to an observer.
+
+use core::fmt::Display;
+use core::str::FromStr;
+
+use mote_guest::{Context, Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// The ping-pong game (Dust §2.8): `Ping(n)` is answered by `Pong(n)`; `Done` ends the game.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum PingPong {
+    /// Round `n` from the pinger.
+    Ping(u32),
+    /// The ponger's answer to `Ping(n)`.
+    Pong(u32),
+    /// The game is over.
+    Done,
+}
+
+/// A counter: `Add` to it, `Get` it and receive its `Value`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Counter {
+    /// Adds to the count.
+    Add(u64),
+    /// Asks for a `Value` reply.
+    Get,
+    /// The count, in answer to `Get`.
+    Value(u64),
+}
+
+/// Message `n` of numbered stream `stream`, for checking delivery order.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Seq {
+    /// The stream this message belongs to.
+    pub stream: u32,
+    /// Its position in the stream, from 0.
+    pub n: u32,
+}
+
+/// A measurement an actor reports to an observer: `label` = `value`, from actor path `from`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The reporting actor's path.
+    pub from: String,
+    /// What is reported.
+    pub label: String,
+    /// The reported value.
+    pub value: u64,
+}
+
+/// Ways to make the crasher actor misbehave (or, for `Echo`, behave).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Crash {
+    /// Panics (a trap, as guests abort on panic).
+    Panic,
+    /// Executes the `unreachable` instruction.
+    Unreachable,
+    /// Returns this error from `receive`.
+    Fail(String),
+    /// Replies `Echo(n)`: proof of life.
+    Echo(u32),
+    /// Loops forever.
+    Spin,
+    /// Allocates and keeps this many MiB.
+    Alloc(u32),
+    /// Recurses this deep with a large stack frame.
+    Recurse(u32),
+}
+
+/// Orders for the relay actor.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Relay {
+    /// Sends `Counter::Add(k)` to every child.
+    Broadcast(u64),
+    /// Collects every child's count and reports the sum.
+    Collect,
+}
+
+mote_guest::message!(PingPong, Counter, Seq, Report, Crash, Relay);
+
+/// Splits init bytes, UTF-8 text, into whitespace-separated words (invalid UTF-8 gives none).
+pub fn init_words(init: &[u8]) -> Vec<&str> {
+    std::str::from_utf8(init)
+        .map(|text| text.split_whitespace().collect())
+        .unwrap_or_default()
+}
+
+/// Parses the required init word at `index`, called `name` in errors.
+pub fn init_arg<T>(words: &[&str], index: usize, name: &str) -> Result<T>
+where
+    T: FromStr,
+    T::Err: Display,
+{
+    init_opt(words, index, name)?
+        .ok_or_else(|| Error::msg(format!("missing init argument <{name}>")))
+}
+
+/// Parses the optional init word at `index` (`None` if absent), called `name` in errors.
+pub fn init_opt<T>(words: &[&str], index: usize, name: &str) -> Result<Option<T>>
+where
+    T: FromStr,
+    T::Err: Display,
+{
+    words
+        .get(index)
+        .map(|word| {
+            word.parse()
+                .map_err(|e| Error::msg(format!("bad init argument <{name}> `{word}`: {e}")))
+        })
+        .transpose()
+}
+
+/// Sends `Report { from: <this actor's path>, label, value }` to path `to`, if one is given.
+pub fn report(ctx: &Context, to: Option<&str>, label: &str, value: u64) -> Result<()> {
+    let Some(to) = to else { return Ok(()) };
+    let report = Report {
+        from: ctx.myself().path,
+        label: label.to_string(),
+        value,
+    };
+    ctx.tell_path(to, &report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mote_guest::Message;
+
+    #[test]
+    fn kinds_are_type_names() {
+        assert_eq!(PingPong::KIND, "PingPong");
+        assert_eq!(Report::KIND, "Report");
+    }
+
+    #[test]
+    fn words() {
+        assert_eq!(
+            init_words(b" ping  /user/b 10\n"),
+            ["ping", "/user/b", "10"]
+        );
+        assert!(init_words(&[0xff]).is_empty());
+    }
+
+    #[test]
+    fn args() -> Result<()> {
+        let words = init_words(b"ping /user/b 10");
+        assert_eq!(init_arg::<u32>(&words, 2, "rounds")?, 10);
+        assert_eq!(init_opt::<String>(&words, 3, "report")?, None);
+        let missing = init_arg::<u32>(&words, 5, "x").err().map(|e| e.to_string());
+        assert_eq!(missing.as_deref(), Some("missing init argument <x>"));
+        let bad = init_arg::<u32>(&words, 1, "rounds")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            bad.as_deref(),
+            Some("bad init argument <rounds> `/user/b`: invalid digit found in string")
+        );
+        Ok(())
+    }
+}
