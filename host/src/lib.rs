@@ -1,1 +1,59 @@
+//! Mote: a host that runs actors compiled as WebAssembly components against the `mote:actor`
+//! WIT world (`wit/actor.wit`). Every actor lives in its own wasmtime `Store` and instance, so a
+//! trap, a memory bomb or an endless loop in one actor cannot harm another or the host.
+//!
+//! Data flows one way, and back only through messages:
+//!
+//! ```text
+//! CLI / embedding API -> ActorSystem -> cell (mailbox + lifecycle) -> wasm instance (Store)
+//!                            ^                                              |
+//!                            +-------- host imports (tell, spawn, ...) <----+
+//! ```
+//!
+//! Module map:
+//! - [`system`]: `ActorSystem`, the public API (deploy, spawn, tell, stop, probe, shutdown).
+//! - `cell`: the task that owns one actor and runs its lifecycle.
+//! - `mailbox`: the two lanes (system first, then user) and the `ActorRef` handle.
+//! - `instance`: the `Store`, the host imports an actor sees, calls into its exports.
+//! - `module`: deployed `.wasm` components, checked against the world, compiled once.
+//! - `registry`: live actors by path; sibling names unique.
+//! - [`address`]: paths, names, relative selection.
+//! - [`deadletters`]: undeliverable messages, counted, logged and published.
+//! - `engine`: the shared wasmtime engine and the epoch ticker that preempts guests.
+//! - [`config`]: `HostConfig`, one knob per method.
+//! - [`manifest`]: the TOML deployment manifest read by `mote run`.
+//! - [`examples`]: paths of the example actors built with this crate (demo, tests, bench).
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use mote_host::{ActorSystem, HostConfig};
+//! let system = ActorSystem::new(HostConfig::new())?;
+//! system.deploy_file("counter", "counter.wasm")?;
+//! system.spawn("counter", "counter", b"")?;
+//! system.tell("/user/counter", "Counter", vec![0, 5])?; // postcard of Counter::Add(5)
+//! system.shutdown().await.ok();
+//! # Ok(()) }
+//! ```
 
+pub mod address;
+mod bindings;
+mod cell;
+pub mod config;
+pub mod deadletters;
+mod engine;
+pub mod error;
+pub mod examples;
+mod instance;
+mod mailbox;
+pub mod manifest;
+mod message;
+mod module;
+mod registry;
+pub mod system;
+
+pub use address::{ActorPath, Address};
+pub use config::HostConfig;
+pub use deadletters::{DeadLetter, DeadLetterReason};
+pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
+pub use message::{Envelope, StopReason};
+pub use system::{ActorInfo, ActorSystem, Probe};

@@ -1,1 +1,7 @@
-fn main() {}
+//! `mote`: the command-line host. See `mote --help`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,127 @@
+//! `mote demo`: deploys the example actors and shows ping-pong and a small tree at work.
+
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use mote_host::{ActorSystem, HostConfig, Probe, examples};
+use serde::{Deserialize, Serialize};
+
+/// Mirror of the example protocol's `Report` (postcard is positional, so the shape must match).
+#[derive(Deserialize)]
+struct Report {
+    from: String,
+    label: String,
+    value: u64,
+}
+
+/// Mirror of the example protocol's `Relay`.
+#[derive(Serialize)]
+enum Relay {
+    Broadcast(u64),
+    Collect,
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn next_report(probe: &mut Probe) -> anyhow::Result<Report> {
+    let envelope = probe
+        .recv_timeout(WAIT)
+        .await
+        .ok_or_else(|| anyhow!("no report within {WAIT:?}"))?;
+    let report: Report = postcard::from_bytes(&envelope.body).context("malformed report")?;
+    println!(
+        "  report from {}: {} = {}",
+        report.from, report.label, report.value
+    );
+    Ok(report)
+}
+
+fn print_tree(system: &ActorSystem) {
+    for info in system.tree() {
+        let depth = info.address.path.depth();
+        println!(
+            "  {:indent$}{} (#{}, {})",
+            "",
+            info.address.path.name(),
+            info.address.incarnation,
+            info.module.as_deref().unwrap_or("probe"),
+            indent = depth * 2
+        );
+    }
+}
+
+pub(crate) async fn demo() -> anyhow::Result<()> {
+    let system = ActorSystem::new(HostConfig::new())?;
+    for name in ["pingpong", "counter", "relay", "tree"] {
+        let path = examples::path(name)
+            .ok_or_else(|| anyhow!("this build of mote has no example actors"))?;
+        system.deploy_file(name, &path)?;
+        println!("deployed module {name} from {}", path.display());
+    }
+    let mut probe = system.probe("demo")?;
+
+    println!("\n== ping-pong (Dust §2.8): /user/ping and /user/pong exchange 5 round trips");
+    system.spawn("pong", "pingpong", b"pong /system/demo")?;
+    system.spawn("ping", "pingpong", b"ping /user/pong 5 /system/demo")?;
+    for _ in 0..2 {
+        next_report(&mut probe).await?;
+    }
+
+    println!("\n== a parent that spawns three counters and relays to them");
+    system.spawn("relay", "relay", b"3 counter /system/demo")?;
+    system.tell(
+        "/user/relay",
+        "Relay",
+        postcard::to_allocvec(&Relay::Broadcast(10))?,
+    )?;
+    system.tell(
+        "/user/relay",
+        "Relay",
+        postcard::to_allocvec(&Relay::Collect)?,
+    )?;
+    let sum = next_report(&mut probe).await?;
+    if sum.value != 30 {
+        bail!(
+            "expected the three counters to sum to 30, got {}",
+            sum.value
+        );
+    }
+
+    println!("\n== a tree of depth 2 and fan-out 2 under /user/tree");
+    let tree = system.spawn("tree", "tree", b"2 2 /system/demo")?;
+    wait_for_subtree(&system, "/user/tree", 7).await;
+    println!("live actors:");
+    print_tree(&system);
+
+    println!("\nstopping /user/tree: children stop first, each runs its `stopping` hook");
+    system.stop("/user/tree");
+    for _ in 0..7 {
+        next_report(&mut probe).await?;
+    }
+    system.terminated(&tree).await;
+
+    println!(
+        "\nshutting down (dead letters seen: {})",
+        system.dead_letter_count()
+    );
+    system
+        .shutdown()
+        .await
+        .map_err(|alive| anyhow!("shutdown timed out: {}", alive.join(", ")))?;
+    Ok(())
+}
+
+/// Waits (bounded) until `n` actors live at or below `root`, so the printed tree is complete.
+async fn wait_for_subtree(system: &ActorSystem, root: &str, n: usize) {
+    let count = || {
+        system
+            .tree()
+            .iter()
+            .filter(|i| i.address.path.as_str().starts_with(root))
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while count() < n && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -1,0 +1,92 @@
+//! `HostConfig`: one method per knob, each with its default and its cost.
+
+use std::time::Duration;
+
+/// Configuration of an [`ActorSystem`](crate::ActorSystem). Build it with [`HostConfig::new`] and
+/// the setters; every knob has a sane default.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    pub(crate) throughput: usize,
+    pub(crate) epoch_tick: Duration,
+    pub(crate) time_slice_ticks: u64,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) max_wasm_stack: usize,
+    pub(crate) async_stack: usize,
+    pub(crate) pooling: bool,
+    pub(crate) pool_size: u32,
+    pub(crate) shutdown_timeout: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            throughput: 64,
+            epoch_tick: Duration::from_millis(1),
+            time_slice_ticks: 10,
+            max_message_bytes: 1 << 20,
+            max_wasm_stack: 512 << 10,
+            async_stack: 1 << 20,
+            pooling: false,
+            pool_size: 1000,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl HostConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many messages an actor handles before it yields its thread to other actors
+    /// (default 64). Higher means better throughput, lower means fairer latency.
+    pub fn throughput(&mut self, messages: usize) -> &mut Self {
+        self.throughput = messages.max(1);
+        self
+    }
+
+    /// How often the epoch ticks (default 1 ms). Every tick is one atomic increment on a
+    /// background thread; guests check it at loop headers and function entries.
+    pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
+        self.epoch_tick = tick.max(Duration::from_micros(100));
+        self
+    }
+
+    /// How many epoch ticks a guest may run before it is made to yield to the scheduler
+    /// (default 10, i.e. ~10 ms). This is what stops an endless loop from starving others.
+    pub fn time_slice_ticks(&mut self, ticks: u64) -> &mut Self {
+        self.time_slice_ticks = ticks.max(1);
+        self
+    }
+
+    /// The largest message body accepted, in bytes (default 1 MiB). Larger sends are refused with
+    /// an error, never truncated.
+    pub fn max_message_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// The most native stack a guest may use (default 512 KiB); deeper recursion traps.
+    pub fn max_wasm_stack(&mut self, bytes: usize) -> &mut Self {
+        self.max_wasm_stack = bytes;
+        self
+    }
+
+    /// Use wasmtime's pooling allocator with room for `instances` live actors (default off:
+    /// on-demand allocation, no fixed ceiling but slower instantiation).
+    pub fn pooling(&mut self, instances: Option<u32>) -> &mut Self {
+        self.pooling = instances.is_some();
+        if let Some(n) = instances {
+            self.pool_size = n.max(1);
+        }
+        self
+    }
+
+    /// How long a graceful shutdown waits for actors to finish their current message and their
+    /// `stopping` hooks (default 10 s).
+    pub fn shutdown_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+}

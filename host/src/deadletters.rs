@@ -1,0 +1,92 @@
+//! `/system/deadletters`: where messages go that found no live receiver.
+//!
+//! Every dead letter is counted, logged (the first few at info, then at debug so a flood cannot
+//! drown the log) and published to subscribers with its sender and its intended target.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::broadcast;
+
+use crate::address::Address;
+use crate::message::Envelope;
+
+/// The path of the dead-letter office.
+pub const DEAD_LETTERS_PATH: &str = "/system/deadletters";
+
+const LOUD_LIMIT: u64 = 20;
+
+/// A message that could not be delivered.
+#[derive(Clone, Debug)]
+pub struct DeadLetter {
+    /// The message, with its sender.
+    pub envelope: Envelope,
+    /// Where it was sent: a path, or a path and incarnation.
+    pub target: String,
+    /// Why it could not be delivered.
+    pub reason: DeadLetterReason,
+}
+
+/// Why a message became a dead letter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadLetterReason {
+    /// No actor lives at the target path.
+    NoActor,
+    /// An actor lives at the path, but not the incarnation it was sent to.
+    StaleIncarnation,
+    /// The actor stopped with the message still queued.
+    Stopped,
+}
+
+impl std::fmt::Display for DeadLetterReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeadLetterReason::NoActor => "no actor at that path",
+            DeadLetterReason::StaleIncarnation => "that incarnation has stopped",
+            DeadLetterReason::Stopped => "the actor stopped before handling it",
+        })
+    }
+}
+
+/// The dead-letter office of one system.
+pub(crate) struct DeadLetters {
+    count: AtomicU64,
+    tx: broadcast::Sender<DeadLetter>,
+}
+
+impl DeadLetters {
+    pub(crate) fn new() -> Self {
+        DeadLetters {
+            count: AtomicU64::new(0),
+            tx: broadcast::channel(4096).0,
+        }
+    }
+
+    /// Records one dead letter.
+    pub(crate) fn post(&self, envelope: Envelope, target: String, reason: DeadLetterReason) {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let sender = envelope
+            .sender
+            .as_ref()
+            .map_or_else(|| "outside".to_owned(), Address::to_string);
+        if n <= LOUD_LIMIT {
+            tracing::info!(target: "mote::deadletters", %sender, %target, kind = %envelope.kind, %reason, "dead letter #{n}");
+        } else {
+            tracing::debug!(target: "mote::deadletters", %sender, %target, kind = %envelope.kind, %reason, "dead letter #{n}");
+        }
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(DeadLetter {
+                envelope,
+                target,
+                reason,
+            });
+        }
+    }
+
+    pub(crate) fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<DeadLetter> {
+        self.tx.subscribe()
+    }
+}

@@ -1,0 +1,171 @@
+//! Typed errors of the host library. The CLI adds context with `anyhow`.
+
+use std::path::PathBuf;
+
+/// A bad actor name or path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// A name breaks the naming rules.
+    #[error("invalid actor name {0:?}: {1}")]
+    InvalidName(String, String),
+    /// A name inside a path breaks the naming rules.
+    #[error("invalid actor path {0:?}: {1}")]
+    InvalidPath(String, String),
+    /// An absolute path was expected.
+    #[error("actor path {0:?} is not absolute (it must start with /user or /system)")]
+    NotAbsolute(String),
+    /// The path does not start at `/user` or `/system`.
+    #[error("actor path {0:?} does not start with /user or /system")]
+    UnknownRoot(String),
+    /// A relative path climbs above a root.
+    #[error("relative path {0:?} climbs above the root")]
+    AboveRoot(String),
+    /// The operation needs an actor path, not a root.
+    #[error("{0:?} is a root, not an actor")]
+    IsRoot(String),
+}
+
+impl AddressError {
+    /// Re-labels a name error as an error of the whole path it appeared in.
+    pub(crate) fn in_path(self, path: &str) -> Self {
+        match self {
+            AddressError::InvalidName(name, why) => {
+                AddressError::InvalidPath(path.to_owned(), format!("segment {name:?}: {why}"))
+            }
+            other => other,
+        }
+    }
+}
+
+/// A module could not be loaded, compiled or checked against the `mote:actor` world.
+#[derive(Debug, thiserror::Error)]
+pub enum ModuleError {
+    /// The file could not be read.
+    #[error("cannot read module file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bytes are not WebAssembly at all.
+    #[error("module {name:?} is not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm {
+        /// The module name.
+        name: String,
+    },
+    /// The bytes are a core module; Mote runs components.
+    #[error(
+        "module {name:?} is a core WebAssembly module, not a component: build it for \
+         wasm32-wasip2 or wrap it with `wasm-tools component new`"
+    )]
+    CoreModule {
+        /// The module name.
+        name: String,
+    },
+    /// Compilation failed (malformed or unsupported component).
+    #[error("module {name:?} failed to compile: {reason}")]
+    Compile {
+        /// The module name.
+        name: String,
+        /// The compiler's error chain.
+        reason: String,
+    },
+    /// The component does not implement the `mote:actor` world.
+    #[error("module {name:?} does not implement the mote:actor@0.1.0 world: {reason}")]
+    WrongWorld {
+        /// The module name.
+        name: String,
+        /// What is missing or mismatched.
+        reason: String,
+    },
+    /// A module with that name is already deployed with other bytes.
+    #[error("a module named {0:?} is already deployed")]
+    NameTaken(String),
+    /// The module name breaks the naming rules.
+    #[error("invalid module name {0:?}: use 1-64 characters from A-Z a-z 0-9 _ -")]
+    InvalidName(String),
+}
+
+/// A spawn was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// The name or path is invalid.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// A live sibling already has this name.
+    #[error("an actor already lives at {0}")]
+    NameTaken(String),
+    /// No module of that name is deployed.
+    #[error("no module named {0:?} is deployed")]
+    UnknownModule(String),
+    /// The parent does not exist or is stopping.
+    #[error("parent {0} is not alive or is stopping")]
+    ParentGone(String),
+    /// The system is shutting down.
+    #[error("the actor system is shutting down")]
+    ShuttingDown,
+}
+
+/// A message could not be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The target path is invalid.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The message body is larger than the host's limit.
+    #[error("message of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Body size in bytes.
+        size: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+}
+
+/// Building or running the host failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The wasmtime engine could not be configured.
+    #[error("cannot create the wasm engine: {0}")]
+    Engine(String),
+    /// `ActorSystem::new` was called outside a tokio runtime.
+    #[error("an ActorSystem must be created inside a tokio runtime")]
+    NoRuntime,
+    /// The tokio runtime could not be started.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+/// A manifest could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("{path}: cannot read manifest: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has wrong fields.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The TOML is well-formed but says something impossible.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}

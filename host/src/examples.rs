@@ -1,0 +1,21 @@
+//! The example actors of this repository, built to `.wasm` components by `host/build.rs`.
+//!
+//! Used by `mote demo`, the integration tests and `mote-bench`. Empty when the crate was built
+//! without the repository's `example-actors/` (for instance from a published package).
+
+use std::path::PathBuf;
+
+/// The directory holding the built example components, if they were built.
+pub fn dir() -> Option<PathBuf> {
+    option_env!("MOTE_EXAMPLES_DIR").map(PathBuf::from)
+}
+
+/// The path of one example component, e.g. `path("pingpong")`.
+pub fn path(name: &str) -> Option<PathBuf> {
+    dir().map(|d| d.join(format!("{name}.wasm")))
+}
+
+/// The names of all example actors built into this crate.
+pub const NAMES: &[&str] = &[
+    "pingpong", "counter", "sequence", "relay", "tree", "crasher",
+];

@@ -1,0 +1,230 @@
+//! The deployment manifest (TOML) that `mote run` applies.
+//!
+//! ```toml
+//! [[module]]
+//! name = "pingpong"
+//! path = "pingpong.wasm"     # relative to the manifest's folder
+//!
+//! [[actor]]
+//! path = "/user/ping"        # top-level actors only: children are spawned by their parents
+//! module = "pingpong"
+//! init = "ping /user/pong 3" # optional: UTF-8 text handed to `start` as bytes
+//! # init_hex = "00ff"        # or raw bytes in hex (at most one of init / init_hex)
+//! ```
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::address::ActorPath;
+use crate::error::ManifestError;
+
+/// A parsed, checked manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Modules to deploy, in file order.
+    pub modules: Vec<ModuleSpec>,
+    /// Actors to spawn, in file order.
+    pub actors: Vec<ActorSpec>,
+}
+
+/// One `[[module]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSpec {
+    /// The name actors refer to.
+    pub name: String,
+    /// The `.wasm` file, resolved against the manifest's folder.
+    pub path: PathBuf,
+}
+
+/// One `[[actor]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorSpec {
+    /// Where it lives: `/user/<name>`.
+    pub path: ActorPath,
+    /// The module it runs.
+    pub module: String,
+    /// The bytes handed to `start`.
+    pub init: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    module: Vec<RawModule>,
+    #[serde(default)]
+    actor: Vec<RawActor>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModule {
+    name: String,
+    path: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawActor {
+    path: String,
+    module: String,
+    init: Option<String>,
+    init_hex: Option<String>,
+}
+
+impl Manifest {
+    /// Reads and checks a manifest file.
+    pub fn load(file: &Path) -> Result<Self, ManifestError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ManifestError::Read {
+            path: file.to_owned(),
+            source,
+        })?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, file, base)
+    }
+
+    /// Parses manifest text; `file` names it in errors, `base` resolves module paths.
+    pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Self, ManifestError> {
+        let raw: RawManifest = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map_or((1, 1), |span| line_column(text, span.start));
+            ManifestError::Syntax {
+                path: file.to_owned(),
+                line,
+                column,
+                message: e.message().trim().replace('\n', " "),
+            }
+        })?;
+        let invalid = |message: String| ManifestError::Invalid {
+            path: file.to_owned(),
+            message,
+        };
+        let mut names = HashSet::new();
+        let mut modules = Vec::new();
+        for m in raw.module {
+            if !names.insert(m.name.clone()) {
+                return Err(invalid(format!("module {:?} is declared twice", m.name)));
+            }
+            modules.push(ModuleSpec {
+                name: m.name,
+                path: base.join(m.path),
+            });
+        }
+        let mut paths = HashSet::new();
+        let mut actors = Vec::new();
+        for a in raw.actor {
+            let path = ActorPath::parse(&a.path)
+                .map_err(|e| invalid(format!("actor {:?}: {e}", a.path)))?;
+            if path.depth() != 1 || !a.path.starts_with("/user/") {
+                return Err(invalid(format!(
+                    "actor {:?}: manifest actors live directly under /user (children are spawned by their parents)",
+                    a.path
+                )));
+            }
+            if !paths.insert(a.path.clone()) {
+                return Err(invalid(format!("actor {:?} is declared twice", a.path)));
+            }
+            if !names.contains(&a.module) {
+                return Err(invalid(format!(
+                    "actor {:?} uses module {:?}, which no [[module]] declares",
+                    a.path, a.module
+                )));
+            }
+            let init = match (a.init, a.init_hex) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "actor {:?}: give at most one of init and init_hex",
+                        a.path
+                    )));
+                }
+                (Some(text), None) => text.into_bytes(),
+                (None, Some(hex)) => decode_hex(&hex)
+                    .ok_or_else(|| invalid(format!("actor {:?}: init_hex is not hex", a.path)))?,
+                (None, None) => Vec::new(),
+            };
+            actors.push(ActorSpec {
+                path,
+                module: a.module,
+                init,
+            });
+        }
+        Ok(Manifest { modules, actors })
+    }
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    let hex: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, Path::new("m.toml"), Path::new("/base"))
+    }
+
+    #[test]
+    fn minimal_manifest_parses() {
+        let m = parse(
+            "[[module]]\nname = \"pingpong\"\npath = \"p.wasm\"\n\n[[actor]]\npath = \"/user/ping\"\nmodule = \"pingpong\"\ninit = \"pong\"\n",
+        )
+        .unwrap();
+        assert_eq!(m.modules[0].path, PathBuf::from("/base/p.wasm"));
+        assert_eq!(m.actors[0].path.as_str(), "/user/ping");
+        assert_eq!(m.actors[0].init, b"pong");
+    }
+
+    #[test]
+    fn syntax_errors_name_file_and_line() {
+        let err = parse("[[module]]\nname = \"a\"\npath = \n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("m.toml:3:"), "{err}");
+        let err = parse("[[module]]\nname = \"a\"\npath = \"x\"\ncolour = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.toml:4:") && err.contains("colour"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn semantic_errors_are_reported() {
+        let no_module = "[[actor]]\npath = \"/user/a\"\nmodule = \"nope\"\n";
+        assert!(parse(no_module).unwrap_err().to_string().contains("nope"));
+        let bad_path = "[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a b\"\nmodule = \"m\"\n";
+        assert!(parse(bad_path).unwrap_err().to_string().contains("a b"));
+        let nested = "[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a/b\"\nmodule = \"m\"\n";
+        assert!(
+            parse(nested)
+                .unwrap_err()
+                .to_string()
+                .contains("directly under /user")
+        );
+    }
+
+    #[test]
+    fn init_hex_decodes() {
+        let m = parse("[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\ninit_hex = \"00ff10\"\n").unwrap();
+        assert_eq!(m.actors[0].init, vec![0, 0xff, 0x10]);
+    }
+}

@@ -1,0 +1,51 @@
+//! Messages as the host carries them: the host never decodes a body.
+
+use crate::address::Address;
+
+/// One message in flight: who sent it, what kind it is, and its opaque body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// The sending actor, `None` when sent from outside the system.
+    pub sender: Option<Address>,
+    /// The message kind; the Rust SDK uses the type name.
+    pub kind: String,
+    /// The encoded body (postcard for the Rust SDK).
+    pub body: Vec<u8>,
+}
+
+/// Why an actor stopped; handed to its `stopping` hook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Stopped by itself, its parent, the API or a poison pill.
+    Normal,
+    /// It failed with this error.
+    Failure(String),
+    /// Its parent failed with this error.
+    ParentFailure(String),
+    /// The host is shutting down.
+    Shutdown,
+}
+
+impl StopReason {
+    /// The reason its children stop with when an actor stops for `self`.
+    pub(crate) fn for_children(&self) -> StopReason {
+        match self {
+            StopReason::Normal => StopReason::Normal,
+            StopReason::Failure(e) | StopReason::ParentFailure(e) => {
+                StopReason::ParentFailure(e.clone())
+            }
+            StopReason::Shutdown => StopReason::Shutdown,
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Normal => f.write_str("normal"),
+            StopReason::Failure(e) => write!(f, "failure: {e}"),
+            StopReason::ParentFailure(e) => write!(f, "parent failure: {e}"),
+            StopReason::Shutdown => f.write_str("shutdown"),
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The registry: every live actor (and external probe) by path.
+//!
+//! Uniqueness of names among siblings is enforced here, atomically: a path is claimed under the
+//! write lock and released only when that incarnation has terminated.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use crate::address::{ActorPath, Address};
+use crate::mailbox::ActorRef;
+
+/// Live actors by path.
+#[derive(Default)]
+pub(crate) struct Registry {
+    by_path: RwLock<HashMap<ActorPath, ActorRef>>,
+}
+
+impl std::borrow::Borrow<str> for ActorPath {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Registry {
+    /// The live actor at `path`.
+    pub(crate) fn get(&self, path: &str) -> Option<ActorRef> {
+        self.by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .cloned()
+    }
+
+    /// Claims the actor's path; gives the handle back if the path is taken.
+    pub(crate) fn insert(&self, actor: ActorRef) -> Result<(), ActorRef> {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        if map.contains_key(&actor.address.path) {
+            return Err(actor);
+        }
+        map.insert(actor.address.path.clone(), actor);
+        Ok(())
+    }
+
+    /// Releases a path, only if it still belongs to that incarnation.
+    pub(crate) fn remove(&self, address: &Address) {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        if map
+            .get(&address.path)
+            .is_some_and(|a| a.address.incarnation == address.incarnation)
+        {
+            map.remove(&address.path);
+        }
+    }
+
+    /// All live entries, sorted by path.
+    pub(crate) fn snapshot(&self) -> Vec<ActorRef> {
+        let mut all: Vec<ActorRef> = self
+            .by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.address.path.cmp(&b.address.path));
+        all
+    }
+}

@@ -1,0 +1,430 @@
+//! `ActorSystem`: the public face of a host. It owns the engine, the deployed modules, the
+//! registry of live actors and the dead-letter office, and it is how the outside world (the CLI,
+//! an embedding program, a test) deploys, spawns, sends, stops and shuts down.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, watch};
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+use crate::address::{ActorPath, Address};
+use crate::cell::{self, CellSpec};
+use crate::config::HostConfig;
+use crate::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason, DeadLetters};
+use crate::engine::{EpochTicker, build_engine};
+use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
+use crate::instance;
+use crate::mailbox::{self, ActorRef, Lifeline, SystemMsg, UserMsg};
+use crate::message::{Envelope, StopReason};
+use crate::module::Modules;
+use crate::registry::Registry;
+
+/// State shared by the system handle, every cell and every host import.
+pub(crate) struct Shared {
+    pub(crate) config: HostConfig,
+    pub(crate) modules: Modules,
+    pub(crate) registry: Registry,
+    pub(crate) dead_letters: DeadLetters,
+    pub(crate) runtime: tokio::runtime::Handle,
+    next_incarnation: AtomicU64,
+    shutting_down: AtomicBool,
+    /// The children of the `/user` guardian.
+    top_level: Mutex<HashMap<ActorPath, ActorRef>>,
+    top_level_count: watch::Sender<usize>,
+    _ticker: EpochTicker,
+}
+
+impl Shared {
+    /// Claims `path`, creates the mailbox and starts the cell. The caller records the child.
+    pub(crate) fn spawn(
+        self: &Arc<Self>,
+        path: ActorPath,
+        module: &str,
+        init: Vec<u8>,
+        parent: Option<Address>,
+    ) -> Result<ActorRef, SpawnError> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(SpawnError::ShuttingDown);
+        }
+        if path.is_root() {
+            return Err(AddressError::IsRoot(path.to_string()).into());
+        }
+        let module = self
+            .modules
+            .get(module)
+            .ok_or_else(|| SpawnError::UnknownModule(module.to_owned()))?;
+        let address = Address {
+            path,
+            incarnation: self.next_incarnation.fetch_add(1, Ordering::Relaxed),
+        };
+        let (handle, mailbox) = mailbox::mailbox(address, module.name.clone());
+        self.registry
+            .insert(handle.clone())
+            .map_err(|taken| SpawnError::NameTaken(taken.address.path.to_string()))?;
+        tracing::debug!(actor = %handle.address, module = %module.name, "spawned");
+        cell::spawn(CellSpec {
+            shared: self.clone(),
+            me: handle.clone(),
+            parent,
+            module,
+            init,
+            mailbox,
+        });
+        Ok(handle)
+    }
+
+    /// Delivers to whatever lives at `path`, or to dead letters.
+    pub(crate) fn tell_path(&self, path: &ActorPath, envelope: Envelope) {
+        match self.registry.get(path.as_str()) {
+            Some(actor) => self.deliver(&actor, envelope),
+            None => self
+                .dead_letters
+                .post(envelope, path.to_string(), DeadLetterReason::NoActor),
+        }
+    }
+
+    /// Delivers to one incarnation, or to dead letters if it is gone.
+    pub(crate) fn tell_address(&self, path: &str, incarnation: u64, envelope: Envelope) {
+        match self.registry.get(path) {
+            Some(actor) if actor.address.incarnation == incarnation => {
+                self.deliver(&actor, envelope)
+            }
+            Some(_) => self.dead_letters.post(
+                envelope,
+                format!("{path}#{incarnation}"),
+                DeadLetterReason::StaleIncarnation,
+            ),
+            None => self.dead_letters.post(
+                envelope,
+                format!("{path}#{incarnation}"),
+                DeadLetterReason::NoActor,
+            ),
+        }
+    }
+
+    /// A send from outside the system: the path is checked and the size limit applies.
+    pub(crate) fn tell_outside(
+        &self,
+        sender: Option<Address>,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+    ) -> Result<(), SendError> {
+        let path = ActorPath::parse(to)?;
+        let limit = self.config.max_message_bytes;
+        if body.len() > limit {
+            return Err(SendError::TooLarge {
+                size: body.len(),
+                limit,
+            });
+        }
+        let envelope = Envelope {
+            sender,
+            kind: kind.to_owned(),
+            body,
+        };
+        self.tell_path(&path, envelope);
+        Ok(())
+    }
+
+    fn deliver(&self, actor: &ActorRef, envelope: Envelope) {
+        if let Err(envelope) = actor.tell(envelope) {
+            self.dead_letters.post(
+                envelope,
+                actor.address.to_string(),
+                DeadLetterReason::Stopped,
+            );
+        }
+    }
+
+    /// Called by a cell once it has fully terminated.
+    pub(crate) fn child_terminated(&self, parent: Option<&Address>, child: &Address) {
+        match parent {
+            Some(parent) => {
+                if let Some(p) = self.registry.get(parent.path.as_str())
+                    && p.address.incarnation == parent.incarnation
+                {
+                    p.signal(SystemMsg::ChildTerminated(child.clone()));
+                }
+            }
+            None => {
+                let mut top = self.top_level.lock().unwrap_or_else(|p| p.into_inner());
+                if top
+                    .get(&child.path)
+                    .is_some_and(|a| a.address.incarnation == child.incarnation)
+                {
+                    top.remove(&child.path);
+                }
+                self.top_level_count.send_replace(top.len());
+            }
+        }
+    }
+}
+
+/// Information about one live actor, as shown by `tree`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// Its address.
+    pub address: Address,
+    /// The module it runs, `None` for host endpoints such as probes.
+    pub module: Option<String>,
+}
+
+/// A host of wasm actors. Create one inside a tokio runtime with [`ActorSystem::new`].
+pub struct ActorSystem {
+    shared: Arc<Shared>,
+}
+
+impl ActorSystem {
+    /// Creates a system on the current tokio runtime (multi-threaded recommended).
+    pub fn new(config: HostConfig) -> Result<Self, HostError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
+        let engine: Engine = build_engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        instance::add_to_linker(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        let ticker = EpochTicker::start(&engine, &config)?;
+        let shared = Arc::new(Shared {
+            modules: Modules::new(engine, linker),
+            registry: Registry::default(),
+            dead_letters: DeadLetters::new(),
+            runtime,
+            next_incarnation: AtomicU64::new(1),
+            shutting_down: AtomicBool::new(false),
+            top_level: Mutex::default(),
+            top_level_count: watch::channel(0).0,
+            _ticker: ticker,
+            config,
+        });
+        Ok(ActorSystem { shared })
+    }
+
+    /// Deploys a module from a `.wasm` component file under `name`.
+    pub fn deploy_file(&self, name: &str, path: impl AsRef<Path>) -> Result<(), ModuleError> {
+        self.shared
+            .modules
+            .deploy_file(name, path.as_ref())
+            .map(drop)
+    }
+
+    /// Deploys a module from the bytes of a `.wasm` component under `name`.
+    pub fn deploy(&self, name: &str, bytes: &[u8]) -> Result<(), ModuleError> {
+        self.shared.modules.deploy(name, bytes).map(drop)
+    }
+
+    /// The names of the deployed modules.
+    pub fn modules(&self) -> Vec<String> {
+        self.shared.modules.names()
+    }
+
+    /// Spawns a top-level actor at `/user/<name>` (give the name or the full path).
+    pub fn spawn(
+        &self,
+        name_or_path: &str,
+        module: &str,
+        init: &[u8],
+    ) -> Result<Address, SpawnError> {
+        let path = match name_or_path.strip_prefix("/user/") {
+            Some(name) => ActorPath::user_root().child(name),
+            None if name_or_path.starts_with('/') => Err(AddressError::InvalidPath(
+                name_or_path.to_owned(),
+                "actors spawned from outside live directly under /user".to_owned(),
+            )),
+            None => ActorPath::user_root().child(name_or_path),
+        }?;
+        let mut top = self
+            .shared
+            .top_level
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let actor = self.shared.spawn(path, module, init.to_vec(), None)?;
+        top.insert(actor.address.path.clone(), actor.clone());
+        self.shared.top_level_count.send_replace(top.len());
+        Ok(actor.address)
+    }
+
+    /// Sends a message from outside (no sender) to an absolute path.
+    pub fn tell(&self, to: &str, kind: &str, body: Vec<u8>) -> Result<(), SendError> {
+        self.shared.tell_outside(None, to, kind, body)
+    }
+
+    /// Stops the actor at `path` after its current message; false if none lives there.
+    pub fn stop(&self, path: &str) -> bool {
+        self.shared
+            .registry
+            .get(path)
+            .is_some_and(|a| a.signal(SystemMsg::Stop(StopReason::Normal)))
+    }
+
+    /// Queues a poison pill: the actor stops once it has handled what was queued before it.
+    pub fn poison_pill(&self, path: &str) -> bool {
+        self.shared
+            .registry
+            .get(path)
+            .is_some_and(|a| a.system.is_some() && a.user.send(UserMsg::PoisonPill).is_ok())
+    }
+
+    /// The current address of the actor at `path`, if one lives there.
+    pub fn lookup(&self, path: &str) -> Option<Address> {
+        self.shared.registry.get(path).map(|a| a.address)
+    }
+
+    /// Resolves once the given incarnation has terminated (at once if it already has).
+    pub async fn terminated(&self, address: &Address) {
+        let lifeline = match self.shared.registry.get(address.path.as_str()) {
+            Some(a) if a.address.incarnation == address.incarnation => a.lifeline,
+            _ => return,
+        };
+        lifeline.terminated().await;
+    }
+
+    /// Resolves once no actor is left under `/user` (top-level actors all stopped).
+    pub async fn user_actors_stopped(&self) {
+        let mut rx = self.shared.top_level_count.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// All live actors and probes, sorted by path.
+    pub fn tree(&self) -> Vec<ActorInfo> {
+        self.shared
+            .registry
+            .snapshot()
+            .into_iter()
+            .map(|a| ActorInfo {
+                address: a.address,
+                module: a.module.map(|m| m.to_string()),
+            })
+            .collect()
+    }
+
+    /// How many dead letters this system has seen.
+    pub fn dead_letter_count(&self) -> u64 {
+        self.shared.dead_letters.count()
+    }
+
+    /// A stream of the dead letters from now on.
+    pub fn subscribe_dead_letters(&self) -> broadcast::Receiver<DeadLetter> {
+        self.shared.dead_letters.subscribe()
+    }
+
+    /// Registers an external endpoint at `/system/<name>` that receives messages, for tests and
+    /// embedding programs. It is removed when dropped.
+    pub fn probe(&self, name: &str) -> Result<Probe, SpawnError> {
+        let path = ActorPath::system_root().child(name)?;
+        if path.as_str() == DEAD_LETTERS_PATH {
+            return Err(SpawnError::NameTaken(path.to_string()));
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let address = Address {
+            path,
+            incarnation: self.shared.next_incarnation.fetch_add(1, Ordering::Relaxed),
+        };
+        let handle = ActorRef {
+            address: address.clone(),
+            module: None,
+            user: tx,
+            system: None,
+            lifeline: Arc::new(Lifeline::default()),
+        };
+        self.shared
+            .registry
+            .insert(handle)
+            .map_err(|taken| SpawnError::NameTaken(taken.address.path.to_string()))?;
+        Ok(Probe {
+            shared: self.shared.clone(),
+            address,
+            rx,
+        })
+    }
+
+    /// Stops every actor (children first, `stopping` with reason shutdown) and waits for them, up
+    /// to the configured shutdown timeout. Returns the paths still alive at the deadline.
+    pub async fn shutdown(&self) -> Result<(), Vec<String>> {
+        self.shared.shutting_down.store(true, Ordering::Release);
+        self.signal_top_level(StopReason::Shutdown);
+        let wait = self.user_actors_stopped();
+        if tokio::time::timeout(self.shared.config.shutdown_timeout, wait)
+            .await
+            .is_err()
+        {
+            let alive: Vec<String> = self
+                .tree()
+                .into_iter()
+                .filter(|i| i.module.is_some())
+                .map(|i| i.address.path.to_string())
+                .collect();
+            tracing::warn!(?alive, "shutdown timed out");
+            return Err(alive);
+        }
+        tracing::info!("actor system shut down");
+        Ok(())
+    }
+
+    fn signal_top_level(&self, reason: StopReason) {
+        let top = self
+            .shared
+            .top_level
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for actor in top.values() {
+            actor.signal(SystemMsg::Stop(reason.clone()));
+        }
+    }
+}
+
+impl Drop for ActorSystem {
+    fn drop(&mut self) {
+        // Without a graceful shutdown the actors would outlive their handle: stop them.
+        self.shared.shutting_down.store(true, Ordering::Release);
+        self.signal_top_level(StopReason::Shutdown);
+    }
+}
+
+/// An external endpoint with an address, so actors can send (and reply) to code outside the
+/// system. Created by [`ActorSystem::probe`].
+pub struct Probe {
+    shared: Arc<Shared>,
+    address: Address,
+    rx: mpsc::UnboundedReceiver<UserMsg>,
+}
+
+impl Probe {
+    /// The probe's address (`/system/<name>`).
+    pub fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// Waits for the next message.
+    pub async fn recv(&mut self) -> Option<Envelope> {
+        loop {
+            match self.rx.recv().await? {
+                UserMsg::Message(envelope) => return Some(envelope),
+                UserMsg::PoisonPill => continue,
+            }
+        }
+    }
+
+    /// Waits for the next message at most `timeout`.
+    pub async fn recv_timeout(&mut self, timeout: Duration) -> Option<Envelope> {
+        tokio::time::timeout(timeout, self.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Sends a message with this probe as the sender, so the receiver can reply.
+    pub fn tell(&self, to: &str, kind: &str, body: Vec<u8>) -> Result<(), SendError> {
+        self.shared
+            .tell_outside(Some(self.address.clone()), to, kind, body)
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.shared.registry.remove(&self.address);
+    }
+}

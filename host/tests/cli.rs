@@ -1,0 +1,124 @@
+//! The `mote` binary: `run` with a manifest, and one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn mote(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run mote")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mote-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn example(name: &str) -> PathBuf {
+    mote_host::examples::path(name).expect("example actors are built")
+}
+
+fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn run_deploys_a_manifest_and_exits_when_the_actors_stop() {
+    let dir = scratch("run");
+    let manifest = write(
+        &dir,
+        "pingpong.toml",
+        &format!(
+            "[[module]]\nname = \"pingpong\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/pong\"\nmodule = \"pingpong\"\ninit = \"pong\"\n\n\
+             [[actor]]\npath = \"/user/ping\"\nmodule = \"pingpong\"\ninit = \"ping /user/pong 20\"\n",
+            example("pingpong")
+        ),
+    );
+    let out = mote(&["run", manifest.to_str().unwrap()]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("ping: 20 round trips done"), "{log}");
+    assert!(log.contains("pong: received 20 pings"), "{log}");
+    assert!(log.contains("all top-level actors stopped"), "{log}");
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("mote: error:"))
+        .unwrap_or_else(|| panic!("no error line in {err}"));
+    line.to_owned()
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    let dir = scratch("errors");
+    let syntax = write(&dir, "syntax.toml", "[[module]]\nname = \"a\"\npath = \n");
+    let line = one_line_error(&mote(&["run", syntax.to_str().unwrap()]));
+    assert!(line.contains("syntax.toml:3:"), "{line}");
+
+    let missing = write(
+        &dir,
+        "missing.toml",
+        "[[module]]\nname = \"a\"\npath = \"nope.wasm\"\n",
+    );
+    let line = one_line_error(&mote(&["run", missing.to_str().unwrap()]));
+    assert!(
+        line.contains("cannot read module file") && line.contains("nope.wasm"),
+        "{line}"
+    );
+
+    write(&dir, "junk.wasm", "junk");
+    let junk = write(
+        &dir,
+        "junk.toml",
+        "[[module]]\nname = \"a\"\npath = \"junk.wasm\"\n",
+    );
+    let line = one_line_error(&mote(&["run", junk.to_str().unwrap()]));
+    assert!(line.contains("not a WebAssembly file"), "{line}");
+
+    let bad_path = write(
+        &dir,
+        "badpath.toml",
+        &format!(
+            "[[module]]\nname = \"c\"\npath = {:?}\n[[actor]]\npath = \"/user/a/../b\"\nmodule = \"c\"\n",
+            example("counter")
+        ),
+    );
+    let line = one_line_error(&mote(&["run", bad_path.to_str().unwrap()]));
+    assert!(line.contains("invalid actor path"), "{line}");
+
+    let line = one_line_error(&mote(&["run", "/nonexistent/manifest.toml"]));
+    assert!(line.contains("cannot read manifest"), "{line}");
+}
+
+#[test]
+fn demo_runs_ping_pong_and_a_tree() {
+    let out = mote(&["demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("report from /user/ping: pongs = 5"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("report from /user/relay: sum = 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("report from /user/tree: stopped"),
+        "{stdout}"
+    );
+}
