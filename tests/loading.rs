@@ -1,0 +1,83 @@
+//! Loading modules: files that are not wasm, core modules and components of another world are
+//! refused with a clear error, and the host keeps running.
+
+use mote_example_protocol::Counter;
+use mote_host::ModuleError;
+use mote_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_modules_are_refused_clearly_and_the_host_keeps_running() {
+    let system = system_with(&["counter"]);
+    let mut probe = system.probe("p").unwrap();
+
+    let err = system
+        .deploy("text", b"this is not wasm at all")
+        .unwrap_err();
+    assert!(matches!(err, ModuleError::NotWasm { .. }), "{err}");
+    assert!(err.to_string().contains("not a WebAssembly file"), "{err}");
+
+    let core = wat::parse_str("(module (func (export \"f\")))").unwrap();
+    let err = system.deploy("core", &core).unwrap_err();
+    assert!(matches!(err, ModuleError::CoreModule { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("core WebAssembly module, not a component"),
+        "{err}"
+    );
+
+    let other_world = wat::parse_str(
+        r#"(component
+            (core module $m (func (export "run")))
+            (core instance $i (instantiate $m))
+            (func $run (canon lift (core func $i "run")))
+            (export "other:world/run" (func $run)))"#,
+    )
+    .unwrap();
+    let err = system.deploy("other", &other_world).unwrap_err();
+    assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("missing export `mote:actor/actor@0.1.0`"),
+        "{text}"
+    );
+    assert!(text.contains("other:world/run"), "{text}");
+
+    let importer = wat::parse_str(
+        r#"(component
+            (import "evil:net/socket@1.0.0" (instance (export "open" (func))))
+        )"#,
+    )
+    .unwrap();
+    let err = system.deploy("importer", &importer).unwrap_err();
+    assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err}");
+
+    let mut truncated = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
+    truncated.truncate(truncated.len() / 2);
+    let err = system.deploy("truncated", &truncated).unwrap_err();
+    assert!(matches!(err, ModuleError::Compile { .. }), "{err}");
+
+    let err = system
+        .deploy_file("missing", "/nonexistent/x.wasm")
+        .unwrap_err();
+    assert!(matches!(err, ModuleError::Read { .. }), "{err}");
+
+    // None of that harmed the host: the good module still runs.
+    assert_eq!(system.modules(), vec!["counter".to_owned()]);
+    system.spawn("c", "counter", b"41").unwrap();
+    tell(&system, "/user/c", &Counter::Add(1));
+    tell_from(&probe, "/user/c", &Counter::Get);
+    assert_eq!(next_as::<Counter>(&mut probe).await, Counter::Value(42));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_taken_name_are_refused()
+{
+    let system = system_with(&["counter"]);
+    let counter = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
+    system.deploy("counter", &counter).unwrap();
+    let relay = std::fs::read(mote_host::examples::path("relay").unwrap()).unwrap();
+    assert!(matches!(
+        system.deploy("counter", &relay),
+        Err(ModuleError::NameTaken(_))
+    ));
+}

@@ -1,0 +1,60 @@
+//! Helpers shared by the black-box tests: a system with the example actors deployed, typed sends,
+//! and waiting for reports with a deadline (never a sleep).
+
+use std::time::Duration;
+
+use mote_example_protocol::Report;
+use mote_guest::Message;
+use mote_host::{ActorSystem, Envelope, HostConfig, Probe, examples};
+
+/// How long any single expected event may take before a test fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A system with the named example modules deployed.
+pub fn system_with(modules: &[&str]) -> ActorSystem {
+    let system = ActorSystem::new(HostConfig::new()).expect("system");
+    for name in modules {
+        let path = examples::path(name).expect("example actors are built by host/build.rs");
+        system.deploy_file(name, &path).expect("deploy example");
+    }
+    system
+}
+
+/// Sends a typed message from outside.
+pub fn tell<M: Message>(system: &ActorSystem, to: &str, msg: &M) {
+    let body = mote_guest::encode(msg).expect("encode");
+    system.tell(to, M::KIND, body).expect("tell");
+}
+
+/// Sends a typed message from a probe, so the receiver can reply to it.
+pub fn tell_from<M: Message>(probe: &Probe, to: &str, msg: &M) {
+    let body = mote_guest::encode(msg).expect("encode");
+    probe.tell(to, M::KIND, body).expect("tell");
+}
+
+/// The next message at the probe, or a panic after [`DEADLINE`].
+pub async fn next(probe: &mut Probe) -> Envelope {
+    probe
+        .recv_timeout(DEADLINE)
+        .await
+        .unwrap_or_else(|| panic!("no message at {} within {DEADLINE:?}", probe.address()))
+}
+
+/// The next message at the probe, decoded as `M`.
+pub async fn next_as<M: Message>(probe: &mut Probe) -> M {
+    let envelope = next(probe).await;
+    mote_guest::decode(&envelope.kind, &envelope.body)
+        .unwrap_or_else(|e| panic!("unexpected message {:?}: {e}", envelope.kind))
+}
+
+/// The next [`Report`] at the probe.
+pub async fn next_report(probe: &mut Probe) -> Report {
+    next_as::<Report>(probe).await
+}
+
+/// Waits for `address` to terminate, or panics after [`DEADLINE`].
+pub async fn terminated(system: &ActorSystem, address: &mote_host::Address) {
+    tokio::time::timeout(DEADLINE, system.terminated(address))
+        .await
+        .unwrap_or_else(|_| panic!("{address} did not terminate within {DEADLINE:?}"));
+}
