@@ -156,36 +156,39 @@ async fn stopping_a_parent_stops_its_subtree_children_first() {
     let system = system_with(&["tree"]);
     let mut probe = system.probe("t").unwrap();
     let root = system.spawn("tree", "tree", b"2 2 /system/t").unwrap();
-    // Wait until the whole tree answers: every node replies to a "ping" report.
-    let nodes = [
-        "/user/tree",
-        "/user/tree/n0",
-        "/user/tree/n1",
-        "/user/tree/n0/n0",
-        "/user/tree/n0/n1",
-        "/user/tree/n1/n0",
-        "/user/tree/n1/n1",
+    // Wait until the whole tree answers, level by level: a node's reply means its `start` has
+    // run, so its children are registered and can be pinged next.
+    let levels: [&[&str]; 3] = [
+        &["/user/tree"],
+        &["/user/tree/n0", "/user/tree/n1"],
+        &[
+            "/user/tree/n0/n0",
+            "/user/tree/n0/n1",
+            "/user/tree/n1/n0",
+            "/user/tree/n1/n1",
+        ],
     ];
-    for node in nodes {
-        let ping = Report {
-            from: String::new(),
-            label: "ping".into(),
-            value: 0,
-        };
-        tell_from(&probe, node, &ping);
+    let nodes: Vec<&str> = levels.concat();
+    for level in levels {
+        for node in level {
+            let ping = Report {
+                from: String::new(),
+                label: "ping".into(),
+                value: 0,
+            };
+            tell_from(&probe, node, &ping);
+        }
+        let mut alive: Vec<String> = Vec::new();
+        for _ in level {
+            alive.push(next_report(&mut probe).await.from);
+        }
+        alive.sort();
+        assert_eq!(alive, level.to_vec());
     }
-    let mut alive: Vec<String> = Vec::new();
-    for _ in nodes {
-        alive.push(next_report(&mut probe).await.from);
-    }
-    alive.sort();
-    let mut expected: Vec<String> = nodes.iter().map(|s| s.to_string()).collect();
-    expected.sort();
-    assert_eq!(alive, expected);
 
     assert!(system.stop("/user/tree"));
     let mut order = Vec::new();
-    for _ in nodes {
+    for _ in &nodes {
         let r = next_report(&mut probe).await;
         assert_eq!(r.label, "stopped");
         order.push(r.from);

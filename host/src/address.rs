@@ -59,6 +59,12 @@ pub fn validate_name(name: &str) -> Result<(), AddressError> {
 impl ActorPath {
     /// Parses an absolute path; it must start with `/user` or `/system`.
     pub fn parse(path: &str) -> Result<Self, AddressError> {
+        Self::check(path)?;
+        Ok(ActorPath(Arc::from(path)))
+    }
+
+    /// Checks an absolute path without allocating (the send hot path).
+    pub fn check(path: &str) -> Result<(), AddressError> {
         let Some(rest) = path.strip_prefix('/') else {
             return Err(AddressError::NotAbsolute(path.to_owned()));
         };
@@ -70,7 +76,7 @@ impl ActorPath {
         for segment in segments {
             validate_name(segment).map_err(|e| e.in_path(path))?;
         }
-        Ok(ActorPath(Arc::from(path)))
+        Ok(())
     }
 
     /// The root `/user`.

@@ -49,7 +49,7 @@ async fn run(spec: CellSpec) {
     } = spec;
     let state = ActorState::new(shared.clone(), me.address.clone(), parent.clone());
     let (instance, reason) = match ActorInstance::new(&module, state).await {
-        Err(failure) => (None, StopReason::Failure(failure.to_string())),
+        Err(failure) => (None, fail(&failure, "instantiate")),
         Ok(mut instance) => {
             let reason = match instance.start(&init).await {
                 Err(failure) => fail(&failure, "start"),

@@ -23,9 +23,10 @@ pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(config.max_wasm_stack + config.async_stack)
         // Small reservations keep per-actor address space and mappings low (100k actors target).
-        .memory_reservation(64 << 20)
-        .memory_guard_size(64 << 10)
-        .memory_reservation_for_growth(0);
+        .memory_reservation(0)
+        .memory_guard_size(0)
+        .memory_reservation_for_growth(0)
+        .memory_init_cow(false);
     if config.pooling {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(config.pool_size)

@@ -209,7 +209,8 @@ impl bindings::mote::actor::host::Host for ActorState {
         body: Vec<u8>,
     ) -> Result<(), bindings::WitSendError> {
         let envelope = self.envelope(kind, body)?;
-        self.shared.tell_address(&to.path, to.incarnation, envelope);
+        self.shared
+            .tell_address(&to.path, Some(to.incarnation), envelope);
         Ok(())
     }
 
@@ -219,13 +220,15 @@ impl bindings::mote::actor::host::Host for ActorState {
         kind: String,
         body: Vec<u8>,
     ) -> Result<(), bindings::WitSendError> {
-        let path = self
-            .me
-            .path
-            .select(&to)
-            .map_err(|e| bindings::WitSendError::InvalidPath(e.to_string()))?;
+        let invalid = |e: crate::AddressError| bindings::WitSendError::InvalidPath(e.to_string());
         let envelope = self.envelope(kind, body)?;
-        self.shared.tell_path(&path, envelope);
+        if to.starts_with('/') {
+            ActorPath::check(&to).map_err(invalid)?;
+            self.shared.tell_address(&to, None, envelope);
+        } else {
+            let path = self.me.path.select(&to).map_err(invalid)?;
+            self.shared.tell_path(&path, envelope);
+        }
         Ok(())
     }
 

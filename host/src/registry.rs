@@ -31,6 +31,15 @@ impl Registry {
             .cloned()
     }
 
+    /// Runs `f` on the live actor at `path` without cloning its handle (the send hot path).
+    pub(crate) fn with<R>(&self, path: &str, f: impl FnOnce(Option<&ActorRef>) -> R) -> R {
+        f(self
+            .by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path))
+    }
+
     /// Claims the actor's path; gives the handle back if the path is taken.
     pub(crate) fn insert(&self, actor: ActorRef) -> Result<(), ActorRef> {
         let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());

@@ -80,30 +80,30 @@ impl Shared {
 
     /// Delivers to whatever lives at `path`, or to dead letters.
     pub(crate) fn tell_path(&self, path: &ActorPath, envelope: Envelope) {
-        match self.registry.get(path.as_str()) {
-            Some(actor) => self.deliver(&actor, envelope),
-            None => self
-                .dead_letters
-                .post(envelope, path.to_string(), DeadLetterReason::NoActor),
-        }
+        self.tell_address(path.as_str(), None, envelope);
     }
 
-    /// Delivers to one incarnation, or to dead letters if it is gone.
-    pub(crate) fn tell_address(&self, path: &str, incarnation: u64, envelope: Envelope) {
-        match self.registry.get(path) {
-            Some(actor) if actor.address.incarnation == incarnation => {
-                self.deliver(&actor, envelope)
-            }
-            Some(_) => self.dead_letters.post(
+    /// Delivers to the actor at `path` (to that incarnation only, if one is given), or to dead
+    /// letters. The registry lock is held only for the channel push.
+    pub(crate) fn tell_address(&self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
+        let refused = self.registry.with(path, |actor| match actor {
+            Some(a) if incarnation.is_none_or(|i| i == a.address.incarnation) => a
+                .tell(envelope)
+                .err()
+                .map(|e| (e, a.address.to_string(), DeadLetterReason::Stopped)),
+            Some(_) => Some((
                 envelope,
-                format!("{path}#{incarnation}"),
+                target(path, incarnation),
                 DeadLetterReason::StaleIncarnation,
-            ),
-            None => self.dead_letters.post(
+            )),
+            None => Some((
                 envelope,
-                format!("{path}#{incarnation}"),
+                target(path, incarnation),
                 DeadLetterReason::NoActor,
-            ),
+            )),
+        });
+        if let Some((envelope, target, reason)) = refused {
+            self.dead_letters.post(envelope, target, reason);
         }
     }
 
@@ -132,16 +132,6 @@ impl Shared {
         Ok(())
     }
 
-    fn deliver(&self, actor: &ActorRef, envelope: Envelope) {
-        if let Err(envelope) = actor.tell(envelope) {
-            self.dead_letters.post(
-                envelope,
-                actor.address.to_string(),
-                DeadLetterReason::Stopped,
-            );
-        }
-    }
-
     /// Called by a cell once it has fully terminated.
     pub(crate) fn child_terminated(&self, parent: Option<&Address>, child: &Address) {
         match parent {
@@ -163,6 +153,14 @@ impl Shared {
                 self.top_level_count.send_replace(top.len());
             }
         }
+    }
+}
+
+/// How a dead letter names its target: the path, and the incarnation if one was addressed.
+fn target(path: &str, incarnation: Option<u64>) -> String {
+    match incarnation {
+        Some(i) => format!("{path}#{i}"),
+        None => path.to_owned(),
     }
 }
 

@@ -39,12 +39,17 @@ enum Command {
 /// Runs the CLI and turns any error into one line on stderr and exit code 1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The demo shows each ball of the ping-pong, which the guests log at debug level.
+    let default_filter = match cli.command {
+        Command::Demo => "info,mote::guest=debug",
+        Command::Run { .. } => "info",
+    };
     let filter = cli
         .log
         .as_deref()
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
+        .unwrap_or_else(|| EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

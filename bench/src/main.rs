@@ -1,0 +1,245 @@
+//! `mote-bench`: the three standard workloads, each printing one machine-readable `RESULT` line.
+//!
+//! - `w1`: ping-pong, two actors exchange 1,000,000 messages (500,000 round trips); also runs the
+//!   same exchange between two native tokio tasks in this process and prints the ratio.
+//! - `w2`: spawn 100,000 actors that each wait for one message, message each, wait until all
+//!   processed; spawns/s and resident bytes per idle actor.
+//! - `w3`: fan-out, one producer sends 1,000 messages to each of 1,000 actors; end-to-end msgs/s.
+//!
+//! Figures are only meaningful as ratios against a baseline measured in the same run.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use clap::Parser;
+use mote_example_protocol::{Counter, Report};
+use mote_guest::Message;
+use mote_host::{ActorSystem, HostConfig, Probe, examples};
+
+/// Run Mote's standard benchmark workloads.
+#[derive(Parser)]
+struct Args {
+    /// w1, w2, w3 or all.
+    workload: String,
+    /// Scheduler worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Actors for w2.
+    #[arg(long, default_value_t = 100_000)]
+    actors: usize,
+    /// Messages for w1.
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u32,
+    /// Use wasmtime's pooling allocator with room for this many instances.
+    #[arg(long)]
+    pooling: Option<u32>,
+}
+
+const WAIT: Duration = Duration::from_secs(600);
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        match args.workload.as_str() {
+            "w1" => w1(&args).await,
+            "w2" => w2(&args).await,
+            "w3" => w3(&args).await,
+            "all" => {
+                w1(&args).await?;
+                w2(&args).await?;
+                w3(&args).await
+            }
+            other => bail!("unknown workload {other:?}: use w1, w2, w3 or all"),
+        }
+    })
+}
+
+fn system(args: &Args, modules: &[&str]) -> anyhow::Result<ActorSystem> {
+    let mut config = HostConfig::new();
+    config.pooling(args.pooling);
+    let system = ActorSystem::new(config)?;
+    for name in modules {
+        let path = examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?;
+        system.deploy_file(name, &path)?;
+    }
+    Ok(system)
+}
+
+async fn recv_as<M: Message>(probe: &mut Probe) -> anyhow::Result<M> {
+    let envelope = probe
+        .recv_timeout(WAIT)
+        .await
+        .ok_or_else(|| anyhow!("timed out waiting at {}", probe.address()))?;
+    mote_guest::decode(&envelope.kind, &envelope.body).map_err(|e| anyhow!("{e}"))
+}
+
+fn encode<M: Message>(msg: &M) -> anyhow::Result<Vec<u8>> {
+    mote_guest::encode(msg).map_err(|e| anyhow!("{e}"))
+}
+
+async fn w1(args: &Args) -> anyhow::Result<()> {
+    let messages = args.messages;
+    let system = system(args, &["pingpong"])?;
+    let mut probe = system.probe("bench")?;
+    system.spawn("pong", "pingpong", b"pong /system/bench")?;
+    let init = format!("ping /user/pong {} /system/bench", messages / 2);
+    let start = Instant::now();
+    system.spawn("ping", "pingpong", init.as_bytes())?;
+    // The ping reports after its last pong; the pong reports when told Done.
+    let mut pongs = 0;
+    for _ in 0..2 {
+        let r: Report = recv_as(&mut probe).await?;
+        if r.label == "pongs" {
+            pongs = r.value;
+        }
+    }
+    let mote = start.elapsed().as_secs_f64();
+    if pongs != u64::from(messages / 2) {
+        bail!("ping counted {pongs} pongs, expected {}", messages / 2);
+    }
+    system.shutdown().await.ok();
+    let native = native_ping_pong(messages).await;
+    let mote_rate = f64::from(messages) / mote;
+    let native_rate = f64::from(messages) / native;
+    println!(
+        "RESULT runtime=mote workload=w1 messages={messages} seconds={mote:.6} msgs_per_sec={:.0}",
+        mote_rate
+    );
+    println!(
+        "RESULT runtime=native workload=w1 messages={messages} seconds={native:.6} msgs_per_sec={:.0}",
+        native_rate
+    );
+    println!(
+        "RESULT workload=w1 ratio_mote_to_native={:.3}",
+        mote_rate / native_rate
+    );
+    Ok(())
+}
+
+/// The same exchange between two tokio tasks over unbounded channels: the floor without wasm.
+async fn native_ping_pong(messages: u32) -> f64 {
+    let (to_pong, mut pong_rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+    let (to_ping, mut ping_rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+    let rounds = messages / 2;
+    let pong = tokio::spawn(async move {
+        while let Some(n) = pong_rx.recv().await {
+            if to_ping.send(n).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let ping = tokio::spawn(async move {
+        let _ = to_pong.send(1);
+        while let Some(n) = ping_rx.recv().await {
+            if n >= rounds {
+                break;
+            }
+            let _ = to_pong.send(n + 1);
+        }
+    });
+    let _ = ping.await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let _ = pong.await;
+    elapsed
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// The number of memory mappings of this process (Linux caps it at `vm.max_map_count`).
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count())
+}
+
+async fn w2(args: &Args) -> anyhow::Result<()> {
+    let n = args.actors;
+    let system = system(args, &["counter"])?;
+    let mut probe = system.probe("bench")?;
+    let mut dead = system.subscribe_dead_letters();
+    let rss0 = rss_bytes();
+    let maps0 = mappings();
+    let start = Instant::now();
+    for i in 0..n {
+        system
+            .spawn(&format!("a{i}"), "counter", b"")
+            .with_context(|| format!("spawn #{i}"))?;
+    }
+    let spawned = start.elapsed().as_secs_f64();
+    let body = encode(&Counter::Get)?;
+    for i in 0..n {
+        probe.tell(&format!("/user/a{i}"), Counter::KIND, body.clone())?;
+    }
+    // Every actor answers, unless the host could not instantiate it (then the Get is a dead letter).
+    let (mut answered, mut failed) = (0usize, 0usize);
+    while answered + failed < n {
+        tokio::select! {
+            r = recv_as::<Counter>(&mut probe) => { r?; answered += 1; }
+            d = dead.recv() => { if d.is_ok() { failed += 1; } }
+        }
+    }
+    let total = start.elapsed().as_secs_f64();
+    let rss = rss_bytes().saturating_sub(rss0);
+    let live = answered.max(1);
+    let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
+    println!(
+        "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
+         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} mappings_per_actor={maps:.2}",
+        answered as f64 / total,
+        rss / live as u64
+    );
+    if failed > 0 {
+        eprintln!(
+            "note: {failed} actors failed to instantiate; see the log (RUST_LOG=error) for the host limit hit"
+        );
+    }
+    system.shutdown().await.ok();
+    Ok(())
+}
+
+async fn w3(args: &Args) -> anyhow::Result<()> {
+    let (actors, per_actor) = (1000usize, 1000u64);
+    let system = system(args, &["counter"])?;
+    let mut probe = system.probe("bench")?;
+    let paths: Vec<String> = (0..actors).map(|i| format!("/user/s{i}")).collect();
+    for i in 0..actors {
+        system.spawn(&format!("s{i}"), "counter", b"")?;
+    }
+    let add = encode(&Counter::Add(1))?;
+    let get = encode(&Counter::Get)?;
+    let start = Instant::now();
+    for _ in 0..per_actor {
+        for path in &paths {
+            probe.tell(path, Counter::KIND, add.clone())?;
+        }
+    }
+    for path in &paths {
+        probe.tell(path, Counter::KIND, get.clone())?;
+    }
+    for _ in 0..actors {
+        match recv_as::<Counter>(&mut probe).await? {
+            Counter::Value(v) if v == per_actor => {}
+            other => bail!("an actor counted {other:?}, expected Value({per_actor})"),
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let messages = actors as u64 * per_actor;
+    println!(
+        "RESULT runtime=mote workload=w3 actors={actors} messages={messages} seconds={secs:.6} msgs_per_sec={:.0}",
+        messages as f64 / secs
+    );
+    system.shutdown().await.ok();
+    Ok(())
+}
