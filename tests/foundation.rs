@@ -2,8 +2,18 @@
 //! stop, poison pill, graceful shutdown, naming rules.
 
 use mote_example_protocol::{Counter, Crash, PingPong, Report, Seq};
-use mote_host::{DeadLetterReason, SendError, SpawnError};
+use mote_host::{DeadLetterReason, Directive, HostConfig, SendError, SpawnError, Strategy};
 use mote_tests::*;
+
+/// A host whose guardian stops a failed top-level actor instead of restarting it.
+fn stop_on_failure() -> HostConfig {
+    let mut config = HostConfig::new();
+    config.root_strategy(Strategy {
+        directive: Directive::Stop,
+        ..Strategy::default()
+    });
+    config
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ping_pong_ten_thousand_round_trips_counted_on_both_sides() {
@@ -72,7 +82,7 @@ async fn messages_from_one_sender_arrive_in_order_while_another_interleaves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapping_actor_stops_alone_and_the_host_keeps_running() {
-    let system = system_with(&["crasher", "counter"]);
+    let system = system_configured(stop_on_failure(), &["crasher", "counter"]);
     let mut probe = system.probe("p").unwrap();
     let sibling = system.spawn("sibling", "counter", b"").unwrap();
     for (name, crash) in [
@@ -100,7 +110,7 @@ async fn a_trapping_actor_stops_alone_and_the_host_keeps_running() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_from_receive_or_start_stops_the_actor() {
-    let system = system_with(&["crasher"]);
+    let system = system_configured(stop_on_failure(), &["crasher"]);
     let mut probe = system.probe("p").unwrap();
     let failing = system.spawn("failing", "crasher", b"/system/p").unwrap();
     tell(&system, "/user/failing", &Crash::Fail("bad input".into()));

@@ -1,12 +1,15 @@
 //! The [`Actor`] trait that user code implements, and the [`export_actor!`](crate::export_actor!)
-//! macro that exposes one as the component's `actor` export.
+//! macro that exposes one as the component's `actor` and `supervisor` exports.
 
-use crate::bindings::mote::actor::types::StopReason;
+use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
 use crate::context::Context;
 use crate::error::Result;
 use crate::message::{Envelope, Message};
 
 /// An actor: state created by `start`, then one `receive` per message of its kind.
+///
+/// While a [`Behavior`](crate::Behavior) pushed by [`Context::become_`] is on top of the
+/// behaviour stack, it handles `Self::Msg` instead of `receive`.
 pub trait Actor: Sized + 'static {
     /// The message type this actor expects; other kinds go to [`Actor::unhandled`].
     type Msg: Message;
@@ -16,6 +19,20 @@ pub trait Actor: Sized + 'static {
 
     /// Handles one message of kind `Self::Msg`; an error is a failure of this actor.
     fn receive(&mut self, ctx: &mut Context, msg: Self::Msg) -> Result<()>;
+
+    /// Decides what happens to `child`, which failed with `error`; `None` (the default) defers
+    /// to the [`Strategy`](crate::Strategy) set with [`Context::set_strategy`].
+    fn supervise(&mut self, ctx: &mut Context, child: &Address, error: &str) -> Option<Directive> {
+        let _ = (ctx, child, error);
+        None
+    }
+
+    /// Handles the end of an incarnation watched with [`Context::watch`] (a message of kind
+    /// [`TERMINATED`](crate::message::TERMINATED)); by default ignores it.
+    fn terminated(&mut self, ctx: &mut Context, who: Address) -> Result<()> {
+        let _ = (ctx, who);
+        Ok(())
+    }
 
     /// Handles a message of any other kind; by default logs a warning and ignores it.
     fn unhandled(&mut self, ctx: &mut Context, env: Envelope) -> Result<()> {
@@ -29,16 +46,18 @@ pub trait Actor: Sized + 'static {
     }
 }
 
-/// Exports an [`Actor`] type as this component's `actor` interface.
+/// Exports an [`Actor`] type as this component's `actor` and `supervisor` interfaces.
 ///
-/// Use it once per crate, at the top level: `mote_guest::export_actor!(MyActor);`.
+/// Use it once per crate, at the top level: `mote_guest::export_actor!(MyActor);`. The crate
+/// needs no dependency but `mote-guest`.
 #[macro_export]
 macro_rules! export_actor {
     ($ty:ty) => {
         const _: () = {
             ::std::thread_local! {
-                static MOTE_ACTOR_STATE: ::core::cell::RefCell<::core::option::Option<$ty>> =
-                    const { ::core::cell::RefCell::new(::core::option::Option::None) };
+                static MOTE_ACTOR_STATE: ::core::cell::RefCell<
+                    ::core::option::Option<$crate::__private::Instance<$ty>>,
+                > = const { ::core::cell::RefCell::new(::core::option::Option::None) };
             }
 
             struct MoteActorExport;
@@ -58,6 +77,15 @@ macro_rules! export_actor {
 
                 fn stopping(reason: $crate::StopReason) {
                     $crate::__private::stopping::<$ty>(&MOTE_ACTOR_STATE, reason)
+                }
+            }
+
+            impl $crate::bindings::exports::mote::actor::supervisor::Guest for MoteActorExport {
+                fn supervise(
+                    child: $crate::Address,
+                    error: ::std::string::String,
+                ) -> ::core::option::Option<$crate::Directive> {
+                    $crate::__private::supervise::<$ty>(&MOTE_ACTOR_STATE, &child, &error)
                 }
             }
 

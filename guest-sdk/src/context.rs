@@ -1,7 +1,11 @@
 //! [`Context`]: what a hook may do, wrapping the `host` imports of the WIT contract.
+//!
+//! The `supervision` imports are in [`supervision`](crate::supervision) and behaviour switching
+//! and the stash in [`behavior`](crate::behavior), each in its own `impl Context` block.
 
 use std::cell::OnceCell;
 
+use crate::behavior::Request;
 use crate::bindings::mote::actor::host;
 use crate::bindings::mote::actor::types::{Address, LogLevel};
 use crate::error::{Error, Result};
@@ -14,16 +18,35 @@ pub struct Context {
     sender: Option<Address>,
     myself: OnceCell<Address>,
     parent: OnceCell<Option<Address>>,
+    /// Whether the hook is handling a message (only then can it be stashed).
+    pub(crate) in_message: bool,
+    /// Behaviour and stash changes requested by the hook, in call order.
+    pub(crate) requests: Vec<Request>,
 }
 
 impl Context {
-    /// A context for one hook call, with the sender of the message being processed, if any.
+    /// A context for a hook that handles no message (`start`, `stopping`, `supervise`).
     pub(crate) fn new(sender: Option<Address>) -> Self {
         Self {
             sender,
             myself: OnceCell::new(),
             parent: OnceCell::new(),
+            in_message: false,
+            requests: Vec::new(),
         }
+    }
+
+    /// A context for handling one message, from `sender` if any.
+    pub(crate) fn for_message(sender: Option<Address>) -> Self {
+        Self {
+            in_message: true,
+            ..Self::new(sender)
+        }
+    }
+
+    /// Takes the changes the hook requested, in call order.
+    pub(crate) fn take_requests(&mut self) -> Vec<Request> {
+        std::mem::take(&mut self.requests)
     }
 
     /// This actor's own address.

@@ -3,15 +3,41 @@
 //!
 //! An actor is a type implementing [`Actor`]: `start` builds its state from the init bytes,
 //! `receive` handles each message of its [`Message`] type, `unhandled` sees every other kind
-//! and `stopping` runs once at the end. Every hook gets a [`Context`] to reply, send, spawn
-//! children, stop actors and log. [`export_actor!`] turns the type into the component's exports.
+//! and `stopping` runs once at the end; `supervise` has a say over a failed child and
+//! `terminated` hears of watched actors' ends. Every hook gets a [`Context`] to reply, send,
+//! spawn and watch children, stop actors, switch behaviour, stash messages and log.
+//! [`export_actor!`] turns the type into the component's exports (world
+//! `supervising-actor-world`).
 //!
 //! Modules:
 //! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec and [`Envelope`];
 //! - [`context`]: [`Context`], the actor's view of the host;
+//! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
+//! - [`behavior`]: [`Behavior`], `become_`/`unbecome` and the stash;
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
 //! - [`error`]: [`Error`] and [`Result`];
 //! - [`bindings`]: the raw `wit-bindgen` bindings.
+//!
+//! # Behaviours and the stash
+//!
+//! [`Context::become_`] pushes a [`Behavior`], a plain function of the actor type that handles
+//! its messages instead of [`Actor::receive`]; [`Context::unbecome`] pops it (popping the last
+//! one returns to `receive`, popping none does nothing). [`Context::stash`] keeps the message
+//! being handled, with its sender; [`Context::unstash_all`] has every stashed message handled,
+//! in stash order and each with its original sender, right after the current hook returns,
+//! before any new message and within the same call from the host. These requests take effect
+//! when the hook returns `Ok` (a failed hook changes neither behaviour nor stash), so for the
+//! next message; `start` may pick the first behaviour. If an unstashed message fails, the host
+//! gets its error and the messages still due are handled first on the next delivery. The stash
+//! lives in the instance: a restart or a stop drops it.
+//!
+//! # Supervision
+//!
+//! A parent chooses how its children's failures are handled with [`Context::set_strategy`]
+//! (e.g. `Strategy::one_for_one(Directive::Restart).restarts(5, 1_000)`), and may decide case by
+//! case in [`Actor::supervise`]. [`Context::watch`] asks for one message of kind
+//! [`message::TERMINATED`] when an incarnation stops; it reaches [`Actor::terminated`].
+//! A restarted instance learns why from [`Context::restart_cause`] in `start`.
 //!
 //! # Example
 //!
@@ -60,19 +86,77 @@
 //! mote_guest::export_actor!(MyCounter);
 //! # fn main() {}
 //! ```
+//!
+//! A worker that keeps jobs until it is ready for them, with [`Context::stash`] and
+//! [`Context::become_`]:
+//!
+//! ```no_run
+//! use mote_guest::{Actor, Context, Result};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! pub enum Job {
+//!     Ready,
+//!     Work(u32),
+//!     Done(u32),
+//! }
+//! mote_guest::message!(Job);
+//!
+//! struct Worker;
+//!
+//! impl Worker {
+//!     /// Once ready: does the work, answering each sender (stashed ones included).
+//!     fn ready(&mut self, ctx: &mut Context, job: Job) -> Result<()> {
+//!         match job {
+//!             Job::Work(n) => ctx.reply(&Job::Done(n * 2)),
+//!             Job::Ready | Job::Done(_) => Ok(()),
+//!         }
+//!     }
+//! }
+//!
+//! impl Actor for Worker {
+//!     type Msg = Job;
+//!
+//!     fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+//!         Ok(Worker)
+//!     }
+//!
+//!     /// Not ready yet: keeps the work for later.
+//!     fn receive(&mut self, ctx: &mut Context, job: Job) -> Result<()> {
+//!         match job {
+//!             Job::Work(_) => ctx.stash(),
+//!             Job::Ready => {
+//!                 ctx.unstash_all();
+//!                 ctx.become_(Self::ready);
+//!             }
+//!             Job::Done(_) => {}
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! mote_guest::export_actor!(Worker);
+//! # fn main() {}
+//! ```
 
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod behavior;
 #[allow(missing_docs)]
 pub mod bindings;
 pub mod context;
 pub mod error;
+mod instance;
 pub mod message;
 mod runtime;
+pub mod supervision;
 
 pub use actor::Actor;
-pub use bindings::mote::actor::types::{Address, LogLevel, SendError, SpawnError, StopReason};
+pub use behavior::Behavior;
+pub use bindings::mote::actor::types::{
+    Address, Directive, LogLevel, Scope, SendError, SpawnError, SpawnOptions, StopReason, Strategy,
+};
 pub use context::Context;
 pub use error::{Error, Result};
 pub use message::{Envelope, Message, decode, encode};
@@ -82,5 +166,6 @@ pub use serde;
 /// Items used by the macros' expansions; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::runtime::{State, receive, start, stopping};
+    pub use crate::instance::Instance;
+    pub use crate::runtime::{State, receive, start, stopping, supervise};
 }

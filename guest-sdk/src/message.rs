@@ -11,6 +11,11 @@ pub trait Message: serde::Serialize + serde::de::DeserializeOwned {
     const KIND: &'static str;
 }
 
+/// The kind of the message the host sends when a watched incarnation stops: its sender is that
+/// incarnation and its body is empty. The runtime routes it to
+/// [`Actor::terminated`](crate::Actor::terminated). Every host-originated kind starts `mote.`.
+pub const TERMINATED: &str = "mote.terminated";
+
 /// Implements [`Message`] for each listed type, with the bare type name as its kind.
 ///
 /// ```

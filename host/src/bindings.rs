@@ -7,6 +7,7 @@ wasmtime::component::bindgen!({
 });
 
 pub use mote::actor::types::{
-    Address as WitAddress, LogLevel, Message as WitMessage, SendError as WitSendError,
-    SpawnError as WitSpawnError, StopReason as WitStopReason,
+    Address as WitAddress, Directive as WitDirective, LogLevel, Message as WitMessage,
+    Scope as WitScope, SendError as WitSendError, SpawnError as WitSpawnError,
+    SpawnOptions as WitSpawnOptions, StopReason as WitStopReason, Strategy as WitStrategy,
 };

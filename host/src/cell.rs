@@ -1,25 +1,37 @@
 //! The actor cell: the task that owns one actor's instance and mailbox and runs its lifecycle.
 //!
-//! Lifecycle: instantiate -> `start(init)` -> handle messages one at a time -> terminate.
-//! Terminating stops every child first and waits for each to report back, then calls `stopping`,
-//! releases the path, hands queued messages to dead letters and tells the parent.
+//! ```text
+//! boot (instantiate + start) -> serve (one message at a time) -> terminate
+//!        ^                          | failure
+//!        |                          v
+//!        +---- restart <---- await the parent's directive ----> resume: serve again
+//!                                   | stop                          
+//!                                   v
+//!                               terminate
+//! ```
 //!
-//! Until supervision lands, a failure (trap, error from `receive`, failed `start`) stops the actor
-//! with `StopReason::Failure`, and its children with `StopReason::ParentFailure`. A trapped instance
-//! cannot be entered again, so its `stopping` hook is skipped.
+//! A failed actor handles no user messages until its parent (or, at the top, the `/user`
+//! guardian) decides. Restart keeps the path, the incarnation and the mailbox, drops the message
+//! that failed, stops the children and boots a fresh instance of the same module whose
+//! `restart-cause` says why. Terminating stops every child first and waits for each, then runs
+//! `stopping` (skipped after a trap: the instance cannot be entered), releases the path, hands
+//! queued messages to dead letters, tells the watchers and the parent.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::error::TryRecvError;
 use tracing::Instrument;
 
 use crate::address::Address;
 use crate::deadletters::DeadLetterReason;
-use crate::instance::{ActorInstance, ActorState, Failure};
+use crate::instance::{ActorInstance, ActorState, Failure, Limits};
 use crate::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
 use crate::message::StopReason;
 use crate::module::Module;
-use crate::system::Shared;
+use crate::supervisor::{Directive, Scope};
+use crate::system::{Shared, TERMINATED_KIND};
 
 /// Everything a new cell needs to run.
 pub(crate) struct CellSpec {
@@ -29,6 +41,7 @@ pub(crate) struct CellSpec {
     pub(crate) module: Arc<Module>,
     pub(crate) init: Vec<u8>,
     pub(crate) mailbox: Mailbox,
+    pub(crate) limits: Limits,
 }
 
 /// Spawns the cell's task on the system's runtime.
@@ -38,159 +51,482 @@ pub(crate) fn spawn(spec: CellSpec) {
     runtime.spawn(run(spec).instrument(span));
 }
 
+/// How a stretch of serving ended.
+enum Exit {
+    /// Stop with this reason.
+    Stop(StopReason),
+    /// This actor failed: its parent decides.
+    Failed(Failure),
+    /// Its parent restarts it (all-for-one): no question asked.
+    Restart { cause: String, delay: Duration },
+}
+
+/// The parent's answer to a failure.
+enum Verdict {
+    Resume,
+    Restart(Duration),
+    Stop(StopReason),
+}
+
+struct Cell {
+    shared: Arc<Shared>,
+    me: ActorRef,
+    parent: Option<Address>,
+    module: Arc<Module>,
+    init: Vec<u8>,
+    limits: Limits,
+    mailbox: Mailbox,
+    instance: Option<ActorInstance>,
+    /// Who watches this actor; kept across restarts.
+    watchers: HashSet<Address>,
+    /// Whom this actor watches, carried from a failed instance into its replacement.
+    carried_watching: HashSet<Address>,
+    /// Children's failures that arrived while this actor itself waited for a directive.
+    deferred: VecDeque<SystemMsg>,
+    /// Children whose failure this actor escalated: they wait for its own outcome.
+    escalated: Vec<ActorRef>,
+}
+
 async fn run(spec: CellSpec) {
-    let CellSpec {
-        shared,
-        me,
-        parent,
-        module,
-        init,
-        mut mailbox,
-    } = spec;
-    let state = ActorState::new(shared.clone(), me.address.clone(), parent.clone());
-    let (instance, reason) = match ActorInstance::new(&module, state).await {
-        Err(failure) => (None, fail(&failure, "instantiate")),
-        Ok(mut instance) => {
-            let reason = match instance.start(&init).await {
-                Err(failure) => fail(&failure, "start"),
-                Ok(()) if instance.state().stop_requested => StopReason::Normal,
-                Ok(()) => serve(&shared, &mut instance, &mut mailbox).await,
-            };
-            (Some(instance), reason)
-        }
+    let mut cell = Cell {
+        shared: spec.shared,
+        me: spec.me,
+        parent: spec.parent,
+        module: spec.module,
+        init: spec.init,
+        limits: spec.limits,
+        mailbox: spec.mailbox,
+        instance: None,
+        watchers: HashSet::new(),
+        carried_watching: HashSet::new(),
+        deferred: VecDeque::new(),
+        escalated: Vec::new(),
     };
-    terminate(&shared, &me, parent, instance, &mut mailbox, reason).await;
+    let reason = cell.live().await;
+    cell.terminate(reason).await;
 }
 
-fn fail(failure: &Failure, hook: &str) -> StopReason {
-    tracing::error!(%failure, hook, "actor failed; stopping it and its children");
-    StopReason::Failure(failure.to_string())
-}
-
-/// Handles messages until something stops the actor; returns why.
-async fn serve(shared: &Shared, instance: &mut ActorInstance, mailbox: &mut Mailbox) -> StopReason {
-    let throughput = shared.config.throughput;
-    loop {
-        let mut handled = 0;
-        while handled < throughput {
-            if let Some(reason) = drain_system(instance, mailbox) {
-                return reason;
-            }
-            let msg = match mailbox.user.try_recv() {
-                Ok(msg) => msg,
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return StopReason::Normal,
-            };
-            if let Some(reason) = handle_user(instance, msg).await {
-                return reason;
-            }
-            handled += 1;
-        }
-        if handled == throughput {
-            // Fairness: let other actors run before draining the next batch.
-            tokio::task::yield_now().await;
-            continue;
-        }
-        tokio::select! {
-            biased;
-            Some(sys) = mailbox.system.recv() => {
-                if let Some(reason) = handle_system(instance, sys) {
-                    return reason;
+impl Cell {
+    /// Runs incarnation instances until the actor stops; returns why.
+    async fn live(&mut self) -> StopReason {
+        let mut restart_cause: Option<String> = None;
+        let mut boot = true;
+        loop {
+            let mut booting = false;
+            let exit = if boot {
+                boot = false;
+                match self.boot(restart_cause.take()).await {
+                    Err(failure) => {
+                        booting = true;
+                        Exit::Failed(failure)
+                    }
+                    Ok(()) if self.state().is_some_and(|s| s.stop_requested) => {
+                        Exit::Stop(StopReason::Normal)
+                    }
+                    Ok(()) => self.serve().await,
                 }
-            }
-            msg = mailbox.user.recv() => match msg {
-                Some(msg) => {
-                    if let Some(reason) = handle_user(instance, msg).await {
-                        return reason;
+            } else {
+                self.serve().await
+            };
+            let (cause, delay) = match exit {
+                Exit::Stop(reason) => return reason,
+                Exit::Restart { cause, delay } => (cause, delay),
+                Exit::Failed(failure) => {
+                    let error = failure.to_string();
+                    tracing::error!(%error, "actor failed; waiting for its supervisor");
+                    match self.await_directive(error.clone()).await {
+                        Verdict::Stop(reason) => return reason,
+                        Verdict::Resume if !booting && !self.poisoned() => {
+                            tracing::info!("resumed by its supervisor");
+                            for child in self.escalated.drain(..) {
+                                child.signal(SystemMsg::Directive {
+                                    directive: Directive::Resume,
+                                    delay: Duration::ZERO,
+                                    cause: error.clone(),
+                                });
+                            }
+                            continue;
+                        }
+                        // A trapped instance or a failed start cannot resume: restart it.
+                        Verdict::Resume => (error, Duration::ZERO),
+                        Verdict::Restart(delay) => (error, delay),
                     }
                 }
-                None => return StopReason::Normal,
-            },
-        }
-    }
-}
-
-fn drain_system(instance: &mut ActorInstance, mailbox: &mut Mailbox) -> Option<StopReason> {
-    while let Ok(sys) = mailbox.system.try_recv() {
-        if let Some(reason) = handle_system(instance, sys) {
-            return Some(reason);
-        }
-    }
-    None
-}
-
-fn handle_system(instance: &mut ActorInstance, msg: SystemMsg) -> Option<StopReason> {
-    match msg {
-        SystemMsg::Stop(reason) => Some(reason),
-        SystemMsg::ChildTerminated(child) => {
-            let children = &mut instance.state().children;
-            if children
-                .get(child.path.name())
-                .is_some_and(|c| c.address.incarnation == child.incarnation)
-            {
-                children.remove(child.path.name());
+            };
+            if let Some(reason) = self.prepare_restart(&cause, delay).await {
+                return reason;
             }
-            None
+            tracing::info!(%cause, ?delay, "restarting");
+            restart_cause = Some(cause);
+            boot = true;
         }
     }
-}
 
-async fn handle_user(instance: &mut ActorInstance, msg: UserMsg) -> Option<StopReason> {
-    let envelope = match msg {
-        UserMsg::Message(envelope) => envelope,
-        UserMsg::PoisonPill => return Some(StopReason::Normal),
-    };
-    if let Err(failure) = instance.receive(envelope).await {
-        return Some(fail(&failure, "receive"));
+    fn state(&mut self) -> Option<&mut ActorState> {
+        self.instance.as_mut().map(ActorInstance::state)
     }
-    instance
-        .state()
-        .stop_requested
-        .then_some(StopReason::Normal)
-}
 
-/// Stops the children, runs `stopping`, releases the path and reports to the parent.
-async fn terminate(
-    shared: &Shared,
-    me: &ActorRef,
-    parent: Option<Address>,
-    mut instance: Option<ActorInstance>,
-    mailbox: &mut Mailbox,
-    reason: StopReason,
-) {
-    if let Some(instance) = instance.as_mut() {
-        instance.state().stopping = true;
-        let children: Vec<ActorRef> = instance.state().children.values().cloned().collect();
-        let child_reason = reason.for_children();
-        for child in &children {
-            child.signal(SystemMsg::Stop(child_reason.clone()));
+    fn poisoned(&self) -> bool {
+        self.instance.as_ref().is_none_or(|i| i.poisoned)
+    }
+
+    /// Instantiates the module and calls `start`.
+    async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
+        let state = ActorState::new(
+            self.shared.clone(),
+            self.me.address.clone(),
+            self.parent.clone(),
+            self.limits,
+            std::mem::take(&mut self.carried_watching),
+            restart_cause,
+        );
+        let mut instance = ActorInstance::new(&self.module, state).await?;
+        let started = instance.start(&self.init).await;
+        self.instance = Some(instance);
+        started
+    }
+
+    /// Handles messages until something ends this stretch.
+    async fn serve(&mut self) -> Exit {
+        let throughput = self.shared.config.throughput;
+        loop {
+            let mut handled = 0;
+            while handled < throughput {
+                if let Some(exit) = self.drain_system().await {
+                    return exit;
+                }
+                let msg = match self.mailbox.try_next() {
+                    Ok(msg) => msg,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return Exit::Stop(StopReason::Normal),
+                };
+                if let Some(exit) = self.handle_user(msg).await {
+                    return exit;
+                }
+                handled += 1;
+            }
+            if handled == throughput {
+                // Fairness: let other actors run before draining the next batch.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let next = tokio::select! {
+                biased;
+                Some(sys) = self.mailbox.system.recv() => Ok(sys),
+                msg = self.mailbox.user.recv() => Err(msg),
+            };
+            let exit = match next {
+                Ok(sys) => self.handle_system(sys).await,
+                Err(Some(msg)) => {
+                    self.mailbox.took(&msg);
+                    self.handle_user(msg).await
+                }
+                Err(None) => Some(Exit::Stop(StopReason::Normal)),
+            };
+            if let Some(exit) = exit {
+                return exit;
+            }
         }
+    }
+
+    async fn drain_system(&mut self) -> Option<Exit> {
+        while let Some(sys) = self.deferred.pop_front() {
+            if let Some(exit) = self.handle_system(sys).await {
+                return Some(exit);
+            }
+        }
+        while let Ok(sys) = self.mailbox.system.try_recv() {
+            if let Some(exit) = self.handle_system(sys).await {
+                return Some(exit);
+            }
+        }
+        None
+    }
+
+    async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
+        match msg {
+            SystemMsg::Stop(reason) => Some(Exit::Stop(reason)),
+            SystemMsg::ChildTerminated(child) => {
+                self.child_gone(&child);
+                None
+            }
+            SystemMsg::Failed { child, error } => self.supervise_child(child, error).await,
+            SystemMsg::Directive {
+                directive,
+                cause,
+                delay,
+            } => match directive {
+                Directive::Restart => Some(Exit::Restart { cause, delay }),
+                Directive::Stop | Directive::Escalate => {
+                    Some(Exit::Stop(StopReason::Failure(cause)))
+                }
+                Directive::Resume => None,
+            },
+            SystemMsg::Watch(watcher) => {
+                self.watchers.insert(watcher);
+                None
+            }
+            SystemMsg::Unwatch(watcher) => {
+                self.watchers.remove(&watcher);
+                None
+            }
+        }
+    }
+
+    fn child_gone(&mut self, child: &Address) {
+        let name = child.path.name();
+        if let Some(state) = self.state()
+            && state
+                .children
+                .get(name)
+                .is_some_and(|c| c.address.incarnation == child.incarnation)
+        {
+            state.children.remove(name);
+            state.supervisor.forget(name);
+        }
+    }
+
+    /// Applies this actor's strategy to a failed child.
+    async fn supervise_child(&mut self, child: Address, error: String) -> Option<Exit> {
+        let instance = self.instance.as_mut()?;
+        let name = child.path.name().to_owned();
+        let failed = instance
+            .state()
+            .children
+            .get(&name)
+            .filter(|c| c.address.incarnation == child.incarnation)
+            .cloned()?;
+        let chosen = match instance.supervise(&child, &error).await {
+            Ok(chosen) => chosen,
+            Err(failure) => return Some(Exit::Failed(failure)),
+        };
+        let state = instance.state();
+        let scope = state.supervisor.strategy.scope;
+        let decision = state.supervisor.decide(&name, chosen, Instant::now());
+        tracing::info!(child = %child, directive = ?decision.directive, ?scope, %error, "supervising a failed child");
+        self.shared
+            .publish_supervision(&child, &error, decision.directive);
+        let siblings: Vec<ActorRef> = match scope {
+            Scope::OneForOne => Vec::new(),
+            Scope::AllForOne => state
+                .children
+                .values()
+                .filter(|c| c.address != child)
+                .cloned()
+                .collect(),
+        };
+        let directive = |directive, cause: String| SystemMsg::Directive {
+            directive,
+            delay: decision.delay,
+            cause,
+        };
+        match decision.directive {
+            Directive::Escalate => {
+                self.escalated.push(failed);
+                return Some(Exit::Failed(Failure::Error(format!(
+                    "escalated: child {child} failed: {error}"
+                ))));
+            }
+            Directive::Resume => {
+                failed.signal(directive(Directive::Resume, error));
+            }
+            Directive::Restart => {
+                for sibling in &siblings {
+                    sibling.signal(directive(
+                        Directive::Restart,
+                        format!("sibling {child} failed: {error}"),
+                    ));
+                }
+                failed.signal(directive(Directive::Restart, error));
+            }
+            Directive::Stop => {
+                for sibling in &siblings {
+                    sibling.signal(SystemMsg::Stop(StopReason::Normal));
+                }
+                failed.signal(directive(Directive::Stop, error));
+            }
+        }
+        None
+    }
+
+    async fn handle_user(&mut self, msg: UserMsg) -> Option<Exit> {
+        let envelope = match msg {
+            UserMsg::Message(envelope) => envelope,
+            UserMsg::PoisonPill => return Some(Exit::Stop(StopReason::Normal)),
+        };
+        let instance = self.instance.as_mut()?;
+        if envelope.kind == TERMINATED_KIND {
+            // Exactly one per watched incarnation: drop it if unwatched or already told.
+            let watched = envelope
+                .sender
+                .as_ref()
+                .is_some_and(|s| instance.state().watching.remove(s));
+            if !watched {
+                return None;
+            }
+        }
+        if let Err(failure) = instance.receive(envelope).await {
+            return Some(Exit::Failed(failure));
+        }
+        instance
+            .state()
+            .stop_requested
+            .then_some(Exit::Stop(StopReason::Normal))
+    }
+
+    /// Reports the failure and waits for the decision, serving only system messages.
+    async fn await_directive(&mut self, error: String) -> Verdict {
+        self.shared
+            .report_failure(&self.me, self.parent.as_ref(), error);
+        loop {
+            let Some(msg) = self.mailbox.system.recv().await else {
+                return Verdict::Stop(StopReason::Normal);
+            };
+            match msg {
+                SystemMsg::Directive {
+                    directive,
+                    delay,
+                    cause,
+                } => {
+                    return match directive {
+                        Directive::Resume => Verdict::Resume,
+                        Directive::Restart => Verdict::Restart(delay),
+                        Directive::Stop | Directive::Escalate => {
+                            Verdict::Stop(StopReason::Failure(cause))
+                        }
+                    };
+                }
+                SystemMsg::Stop(reason) => return Verdict::Stop(reason),
+                SystemMsg::ChildTerminated(child) => self.child_gone(&child),
+                SystemMsg::Watch(w) => {
+                    self.watchers.insert(w);
+                }
+                SystemMsg::Unwatch(w) => {
+                    self.watchers.remove(&w);
+                }
+                failed @ SystemMsg::Failed { .. } => self.deferred.push_back(failed),
+            }
+        }
+    }
+
+    /// Takes down the old instance (children first) and waits out the backoff. Returns a stop
+    /// reason if the actor was stopped meanwhile.
+    async fn prepare_restart(&mut self, cause: &str, delay: Duration) -> Option<StopReason> {
+        self.deferred.clear();
+        self.escalated.clear();
+        let mut stopped = None;
+        if let Some(mut instance) = self.instance.take() {
+            instance.state().stopping = true;
+            stopped = self
+                .stop_children(&mut instance, StopReason::ParentFailure(cause.to_owned()))
+                .await;
+            if !instance.poisoned
+                && let Err(failure) = instance
+                    .stopping(&StopReason::Failure(cause.to_owned()))
+                    .await
+            {
+                tracing::warn!(%failure, "stopping hook failed during restart");
+            }
+            self.carried_watching = std::mem::take(&mut instance.state().watching);
+        }
+        if stopped.is_some() {
+            return stopped;
+        }
+        let sleep = tokio::time::sleep(delay);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => return None,
+                msg = self.mailbox.system.recv() => match msg {
+                    Some(SystemMsg::Stop(reason)) => return Some(reason),
+                    Some(SystemMsg::Directive { directive: Directive::Stop, cause, .. }) => {
+                        return Some(StopReason::Failure(cause));
+                    }
+                    Some(SystemMsg::Watch(w)) => { self.watchers.insert(w); }
+                    Some(SystemMsg::Unwatch(w)) => { self.watchers.remove(&w); }
+                    Some(_) => {}
+                    None => return Some(StopReason::Normal),
+                },
+            }
+        }
+    }
+
+    /// Stops every child with `reason` and waits until each has terminated. Returns a stop
+    /// reason that arrived for this actor meanwhile.
+    async fn stop_children(
+        &mut self,
+        instance: &mut ActorInstance,
+        reason: StopReason,
+    ) -> Option<StopReason> {
+        for child in instance.state().children.values() {
+            child.signal(SystemMsg::Stop(reason.clone()));
+        }
+        let mut stopped = None;
         while !instance.state().children.is_empty() {
-            match mailbox.system.recv().await {
+            match self.mailbox.system.recv().await {
                 Some(SystemMsg::ChildTerminated(child)) => {
                     instance.state().children.remove(child.path.name());
                 }
-                Some(SystemMsg::Stop(_)) => {}
+                Some(SystemMsg::Stop(r)) => stopped = stopped.or(Some(r)),
+                Some(SystemMsg::Directive {
+                    directive: Directive::Stop,
+                    cause,
+                    ..
+                }) => stopped = stopped.or(Some(StopReason::Failure(cause))),
+                Some(SystemMsg::Watch(w)) => {
+                    self.watchers.insert(w);
+                }
+                Some(SystemMsg::Unwatch(w)) => {
+                    self.watchers.remove(&w);
+                }
+                Some(_) => {}
                 None => break,
             }
         }
-        if !instance.poisoned
-            && let Err(failure) = instance.stopping(&reason).await
-        {
-            tracing::warn!(%failure, "stopping hook failed");
-        }
+        stopped
     }
-    shared.registry.remove(&me.address);
-    mailbox.user.close();
-    while let Ok(msg) = mailbox.user.try_recv() {
-        if let UserMsg::Message(envelope) = msg {
-            shared
-                .dead_letters
-                .post(envelope, me.address.to_string(), DeadLetterReason::Stopped);
+
+    /// Stops the children, runs `stopping`, releases the path, tells watchers and the parent.
+    async fn terminate(&mut self, reason: StopReason) {
+        if let Some(mut instance) = self.instance.take() {
+            instance.state().stopping = true;
+            self.stop_children(&mut instance, reason.for_children())
+                .await;
+            if !instance.poisoned
+                && let Err(failure) = instance.stopping(&reason).await
+            {
+                tracing::warn!(%failure, "stopping hook failed");
+            }
         }
+        let shared = self.shared.clone();
+        let me = self.me.address.clone();
+        shared.registry.remove(&me);
+        self.mailbox.user.close();
+        while let Ok(msg) = self.mailbox.try_next() {
+            if let UserMsg::Message(envelope) = msg {
+                shared
+                    .dead_letters
+                    .post(envelope, me.to_string(), DeadLetterReason::Stopped);
+            }
+        }
+        // After closing, a new watch fails to queue and the watcher is told at once instead.
+        self.mailbox.system.close();
+        while let Ok(msg) = self.mailbox.system.try_recv() {
+            match msg {
+                SystemMsg::Watch(w) => {
+                    self.watchers.insert(w);
+                }
+                SystemMsg::Unwatch(w) => {
+                    self.watchers.remove(&w);
+                }
+                _ => {}
+            }
+        }
+        for watcher in self.watchers.drain() {
+            shared.notify_terminated(&watcher, &me);
+        }
+        tracing::debug!(%reason, "actor terminated");
+        self.me.lifeline.mark_terminated();
+        shared.child_terminated(self.parent.as_ref(), &me);
     }
-    tracing::debug!(%reason, "actor terminated");
-    drop(instance);
-    me.lifeline.mark_terminated();
-    shared.child_terminated(parent.as_ref(), &me.address);
 }

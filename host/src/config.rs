@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::supervisor::Strategy;
+
 /// Configuration of an [`ActorSystem`](crate::ActorSystem). Build it with [`HostConfig::new`] and
 /// the setters; every knob has a sane default.
 #[derive(Clone, Debug)]
@@ -15,6 +17,10 @@ pub struct HostConfig {
     pub(crate) pooling: bool,
     pub(crate) pool_size: u32,
     pub(crate) shutdown_timeout: Duration,
+    pub(crate) mailbox_capacity: usize,
+    pub(crate) memory_limit: usize,
+    pub(crate) cpu_deadline: Duration,
+    pub(crate) root_strategy: Strategy,
 }
 
 impl Default for HostConfig {
@@ -29,6 +35,10 @@ impl Default for HostConfig {
             pooling: false,
             pool_size: 1000,
             shutdown_timeout: Duration::from_secs(10),
+            mailbox_capacity: 10_000,
+            memory_limit: 128 << 20,
+            cpu_deadline: Duration::from_secs(5),
+            root_strategy: Strategy::default(),
         }
     }
 }
@@ -80,6 +90,35 @@ impl HostConfig {
         if let Some(n) = instances {
             self.pool_size = n.max(1);
         }
+        self
+    }
+
+    /// Default mailbox capacity of an actor (default 10,000 messages). A send to a full mailbox
+    /// is refused: a dead letter from an actor, a `MailboxFull` error from the API.
+    pub fn mailbox_capacity(&mut self, messages: usize) -> &mut Self {
+        self.mailbox_capacity = messages.max(1);
+        self
+    }
+
+    /// Default limit of an actor's linear memory in bytes (default 128 MiB). Growing past it is a
+    /// failure of that actor, handled by its supervisor.
+    pub fn memory_limit(&mut self, bytes: usize) -> &mut Self {
+        self.memory_limit = bytes;
+        self
+    }
+
+    /// Default CPU time one message (or `start`) may take (default 5 s); measured in time slices,
+    /// so it is exact to one slice. Exceeding it is a failure of that actor.
+    pub fn cpu_deadline(&mut self, deadline: Duration) -> &mut Self {
+        self.cpu_deadline = deadline;
+        self
+    }
+
+    /// The `/user` guardian's strategy for top-level actors (default: one-for-one restart, at
+    /// most 3 restarts in 10 s, backoff 10 ms to 1 s). Where it would escalate, the guardian stops
+    /// the actor instead: the host itself never fails. Its scope is always one-for-one.
+    pub fn root_strategy(&mut self, strategy: Strategy) -> &mut Self {
+        self.root_strategy = strategy;
         self
     }
 

@@ -35,6 +35,8 @@ pub enum DeadLetterReason {
     StaleIncarnation,
     /// The actor stopped with the message still queued.
     Stopped,
+    /// The actor's mailbox was at capacity.
+    MailboxFull,
 }
 
 impl std::fmt::Display for DeadLetterReason {
@@ -43,6 +45,7 @@ impl std::fmt::Display for DeadLetterReason {
             DeadLetterReason::NoActor => "no actor at that path",
             DeadLetterReason::StaleIncarnation => "that incarnation has stopped",
             DeadLetterReason::Stopped => "the actor stopped before handling it",
+            DeadLetterReason::MailboxFull => "the actor's mailbox is full",
         })
     }
 }

@@ -113,6 +113,12 @@ pub enum SendError {
     /// The target path is invalid.
     #[error(transparent)]
     Address(#[from] AddressError),
+    /// The target's mailbox is at capacity; the message was not queued.
+    #[error("mailbox of {path} is full")]
+    MailboxFull {
+        /// The target.
+        path: String,
+    },
     /// The message body is larger than the host's limit.
     #[error("message of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge {

@@ -14,7 +14,10 @@
 //! - [`system`]: `ActorSystem`, the public API (deploy, spawn, tell, stop, probe, shutdown).
 //! - `cell`: the task that owns one actor and runs its lifecycle.
 //! - `mailbox`: the two lanes (system first, then user) and the `ActorRef` handle.
-//! - `instance`: the `Store`, the host imports an actor sees, calls into its exports.
+//! - `instance`: the `Store`, limits (memory, CPU deadline), calls into the exports.
+//! - `imports`: the host imports an actor sees (`host`, `supervision`).
+//! - [`supervisor`]: strategies, directives, restart intensity and backoff.
+//! - `guest_output`: guest stdout/stderr into the host log.
 //! - `module`: deployed `.wasm` components, checked against the world, compiled once.
 //! - `registry`: live actors by path; sibling names unique.
 //! - [`address`]: paths, names, relative selection.
@@ -43,12 +46,15 @@ pub mod deadletters;
 mod engine;
 pub mod error;
 pub mod examples;
+mod guest_output;
+mod imports;
 mod instance;
 mod mailbox;
 pub mod manifest;
 mod message;
 mod module;
 mod registry;
+pub mod supervisor;
 pub mod system;
 
 pub use address::{ActorPath, Address};
@@ -56,4 +62,5 @@ pub use config::HostConfig;
 pub use deadletters::{DeadLetter, DeadLetterReason};
 pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
 pub use message::{Envelope, StopReason};
-pub use system::{ActorInfo, ActorSystem, Probe};
+pub use supervisor::{Directive, Scope, Strategy};
+pub use system::{ActorInfo, ActorSystem, Probe, SpawnOptions, SupervisionEvent, TERMINATED_KIND};

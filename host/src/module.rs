@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, Linker};
 
 use crate::bindings::ActorWorldPre;
 use crate::error::ModuleError;
@@ -15,11 +15,15 @@ use crate::instance::ActorState;
 
 /// The export every actor must provide.
 pub(crate) const ACTOR_EXPORT: &str = "mote:actor/actor@0.1.0";
+/// The optional export through which a parent decides about failed children.
+pub(crate) const SUPERVISOR_EXPORT: &str = "mote:actor/supervisor@0.1.0";
 
 /// A compiled, checked module ready to instantiate.
 pub(crate) struct Module {
     pub(crate) name: Arc<str>,
     pub(crate) pre: ActorWorldPre<ActorState>,
+    /// The `supervise` function, if the component exports `supervisor`.
+    pub(crate) supervise: Option<ComponentExportIndex>,
     digest: u64,
 }
 
@@ -116,9 +120,13 @@ impl Modules {
             .instantiate_pre(&component)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
         let pre = ActorWorldPre::new(pre).map_err(|e| wrong_world(format!("{e:#}")))?;
+        let supervise = component
+            .get_export_index(None, SUPERVISOR_EXPORT)
+            .and_then(|iface| component.get_export_index(Some(&iface), "supervise"));
         let module = Arc::new(Module {
             name: Arc::from(name),
             pre,
+            supervise,
             digest,
         });
         let mut map = self.by_name.write().unwrap_or_else(|p| p.into_inner());

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -18,11 +18,37 @@ use crate::config::HostConfig;
 use crate::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason, DeadLetters};
 use crate::engine::{EpochTicker, build_engine};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
-use crate::instance;
-use crate::mailbox::{self, ActorRef, Lifeline, SystemMsg, UserMsg};
+use crate::instance::{self, Limits};
+use crate::mailbox::{self, ActorRef, Refused, SystemMsg, UserMsg};
 use crate::message::{Envelope, StopReason};
 use crate::module::Modules;
 use crate::registry::Registry;
+use crate::supervisor::{Directive, Supervisor};
+
+/// The kind of the message a watcher receives when a watched incarnation has terminated.
+pub const TERMINATED_KIND: &str = "mote.terminated";
+
+/// A supervision decision, published for observers (operators, tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SupervisionEvent {
+    /// The actor that failed.
+    pub child: Address,
+    /// Why it failed, as its supervisor saw it.
+    pub error: String,
+    /// What its supervisor (or the `/user` guardian) decided.
+    pub directive: Directive,
+}
+
+/// Per-spawn limits; `None` takes the host's default from [`HostConfig`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpawnOptions {
+    /// Messages the mailbox holds before sends are refused.
+    pub mailbox_capacity: Option<usize>,
+    /// Bytes of linear memory the actor may grow to.
+    pub memory_limit: Option<usize>,
+    /// CPU time one message may take.
+    pub cpu_deadline: Option<Duration>,
+}
 
 /// State shared by the system handle, every cell and every host import.
 pub(crate) struct Shared {
@@ -36,6 +62,9 @@ pub(crate) struct Shared {
     /// The children of the `/user` guardian.
     top_level: Mutex<HashMap<ActorPath, ActorRef>>,
     top_level_count: watch::Sender<usize>,
+    /// The `/user` guardian's restart bookkeeping for top-level actors.
+    guardian: Mutex<Supervisor>,
+    supervision: broadcast::Sender<SupervisionEvent>,
     _ticker: EpochTicker,
 }
 
@@ -47,6 +76,7 @@ impl Shared {
         module: &str,
         init: Vec<u8>,
         parent: Option<Address>,
+        limits: Limits,
     ) -> Result<ActorRef, SpawnError> {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(SpawnError::ShuttingDown);
@@ -62,7 +92,8 @@ impl Shared {
             path,
             incarnation: self.next_incarnation.fetch_add(1, Ordering::Relaxed),
         };
-        let (handle, mailbox) = mailbox::mailbox(address, module.name.clone());
+        let (handle, mailbox) =
+            mailbox::mailbox(address, Some(module.name.clone()), limits.mailbox_capacity);
         self.registry
             .insert(handle.clone())
             .map_err(|taken| SpawnError::NameTaken(taken.address.path.to_string()))?;
@@ -74,8 +105,91 @@ impl Shared {
             module,
             init,
             mailbox,
+            limits,
         });
         Ok(handle)
+    }
+
+    /// The limits of an actor spawned without options.
+    pub(crate) fn default_limits(&self) -> Limits {
+        Limits {
+            mailbox_capacity: self.config.mailbox_capacity,
+            memory: self.config.memory_limit,
+            cpu_deadline: self.config.cpu_deadline,
+        }
+    }
+
+    /// Tells `watcher` that `target` has terminated, bypassing its mailbox capacity.
+    pub(crate) fn notify_terminated(&self, watcher: &Address, target: &Address) {
+        let envelope = Envelope {
+            sender: Some(target.clone()),
+            kind: TERMINATED_KIND.to_owned(),
+            body: Vec::new(),
+        };
+        let refused = self
+            .registry
+            .with(watcher.path.as_str(), |actor| match actor {
+                Some(a) if a.address.incarnation == watcher.incarnation => {
+                    a.tell_host(envelope).err()
+                }
+                _ => Some(Refused::Closed(envelope)),
+            });
+        if let Some(Refused::Closed(envelope) | Refused::Full(envelope)) = refused {
+            self.dead_letters
+                .post(envelope, watcher.to_string(), DeadLetterReason::Stopped);
+        }
+    }
+
+    /// A failed actor asks for a directive: from its parent, or from the guardian at the top.
+    pub(crate) fn report_failure(&self, me: &ActorRef, parent: Option<&Address>, error: String) {
+        match parent {
+            Some(parent) => {
+                let delivered = self.registry.with(parent.path.as_str(), |p| {
+                    p.is_some_and(|p| {
+                        p.address.incarnation == parent.incarnation
+                            && p.signal(SystemMsg::Failed {
+                                child: me.address.clone(),
+                                error: error.clone(),
+                            })
+                    })
+                });
+                if !delivered {
+                    // The parent is gone; its stop reaches this actor too. Stop meanwhile.
+                    me.signal(SystemMsg::Stop(StopReason::ParentFailure(error)));
+                }
+            }
+            None => {
+                let decision = self
+                    .guardian
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .decide(me.address.path.name(), None, std::time::Instant::now());
+                let directive = match decision.directive {
+                    Directive::Escalate => {
+                        tracing::error!(actor = %me.address, %error, "top-level actor escalated or restarted too often; the guardian stops it");
+                        Directive::Stop
+                    }
+                    other => other,
+                };
+                self.publish_supervision(&me.address, &error, directive);
+                me.signal(SystemMsg::Directive {
+                    directive,
+                    delay: decision.delay,
+                    cause: error,
+                });
+            }
+        }
+    }
+
+    /// Publishes a supervision decision to subscribers.
+    pub(crate) fn publish_supervision(&self, child: &Address, error: &str, directive: Directive) {
+        if self.supervision.receiver_count() > 0 {
+            let _ = self.supervision.send(SupervisionEvent {
+                child: child.clone(),
+                error: error.to_owned(),
+                directive,
+            });
+        }
     }
 
     /// Delivers to whatever lives at `path`, or to dead letters.
@@ -86,11 +200,25 @@ impl Shared {
     /// Delivers to the actor at `path` (to that incarnation only, if one is given), or to dead
     /// letters. The registry lock is held only for the channel push.
     pub(crate) fn tell_address(&self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
-        let refused = self.registry.with(path, |actor| match actor {
-            Some(a) if incarnation.is_none_or(|i| i == a.address.incarnation) => a
-                .tell(envelope)
-                .err()
-                .map(|e| (e, a.address.to_string(), DeadLetterReason::Stopped)),
+        if let Some((envelope, target, reason)) = self.deliver(path, incarnation, envelope) {
+            self.dead_letters.post(envelope, target, reason);
+        }
+    }
+
+    /// Queues `envelope`, or gives it back with the dead-letter target and reason.
+    fn deliver(
+        &self,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Option<(Envelope, String, DeadLetterReason)> {
+        self.registry.with(path, |actor| match actor {
+            Some(a) if incarnation.is_none_or(|i| i == a.address.incarnation) => {
+                a.tell(envelope).err().map(|refused| match refused {
+                    Refused::Full(e) => (e, a.address.to_string(), DeadLetterReason::MailboxFull),
+                    Refused::Closed(e) => (e, a.address.to_string(), DeadLetterReason::Stopped),
+                })
+            }
             Some(_) => Some((
                 envelope,
                 target(path, incarnation),
@@ -101,10 +229,7 @@ impl Shared {
                 target(path, incarnation),
                 DeadLetterReason::NoActor,
             )),
-        });
-        if let Some((envelope, target, reason)) = refused {
-            self.dead_letters.post(envelope, target, reason);
-        }
+        })
     }
 
     /// A send from outside the system: the path is checked and the size limit applies.
@@ -128,8 +253,16 @@ impl Shared {
             kind: kind.to_owned(),
             body,
         };
-        self.tell_path(&path, envelope);
-        Ok(())
+        match self.deliver(path.as_str(), None, envelope) {
+            Some((_, target, DeadLetterReason::MailboxFull)) => {
+                Err(SendError::MailboxFull { path: target })
+            }
+            Some((envelope, target, reason)) => {
+                self.dead_letters.post(envelope, target, reason);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// Called by a cell once it has fully terminated.
@@ -171,6 +304,8 @@ pub struct ActorInfo {
     pub address: Address,
     /// The module it runs, `None` for host endpoints such as probes.
     pub module: Option<String>,
+    /// Messages waiting in its mailbox.
+    pub mailbox_depth: usize,
 }
 
 /// A host of wasm actors. Create one inside a tokio runtime with [`ActorSystem::new`].
@@ -195,6 +330,8 @@ impl ActorSystem {
             shutting_down: AtomicBool::new(false),
             top_level: Mutex::default(),
             top_level_count: watch::channel(0).0,
+            guardian: Mutex::new(Supervisor::new(config.root_strategy.clone())),
+            supervision: broadcast::channel(1024).0,
             _ticker: ticker,
             config,
         });
@@ -226,6 +363,25 @@ impl ActorSystem {
         module: &str,
         init: &[u8],
     ) -> Result<Address, SpawnError> {
+        self.spawn_with(name_or_path, module, init, SpawnOptions::default())
+    }
+
+    /// Spawns a top-level actor with its own limits.
+    pub fn spawn_with(
+        &self,
+        name_or_path: &str,
+        module: &str,
+        init: &[u8],
+        options: SpawnOptions,
+    ) -> Result<Address, SpawnError> {
+        let defaults = self.shared.default_limits();
+        let limits = Limits {
+            mailbox_capacity: options
+                .mailbox_capacity
+                .map_or(defaults.mailbox_capacity, |n| n.max(1)),
+            memory: options.memory_limit.unwrap_or(defaults.memory),
+            cpu_deadline: options.cpu_deadline.unwrap_or(defaults.cpu_deadline),
+        };
         let path = match name_or_path.strip_prefix("/user/") {
             Some(name) => ActorPath::user_root().child(name),
             None if name_or_path.starts_with('/') => Err(AddressError::InvalidPath(
@@ -239,7 +395,9 @@ impl ActorSystem {
             .top_level
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let actor = self.shared.spawn(path, module, init.to_vec(), None)?;
+        let actor = self
+            .shared
+            .spawn(path, module, init.to_vec(), None, limits)?;
         top.insert(actor.address.path.clone(), actor.clone());
         self.shared.top_level_count.send_replace(top.len());
         Ok(actor.address)
@@ -293,6 +451,7 @@ impl ActorSystem {
             .snapshot()
             .into_iter()
             .map(|a| ActorInfo {
+                mailbox_depth: a.depth.load(std::sync::atomic::Ordering::Relaxed),
                 address: a.address,
                 module: a.module.map(|m| m.to_string()),
             })
@@ -309,6 +468,11 @@ impl ActorSystem {
         self.shared.dead_letters.subscribe()
     }
 
+    /// A stream of supervision decisions from now on: which actor failed, why, and what was done.
+    pub fn subscribe_supervision(&self) -> broadcast::Receiver<SupervisionEvent> {
+        self.shared.supervision.subscribe()
+    }
+
     /// Registers an external endpoint at `/system/<name>` that receives messages, for tests and
     /// embedding programs. It is removed when dropped.
     pub fn probe(&self, name: &str) -> Result<Probe, SpawnError> {
@@ -316,18 +480,13 @@ impl ActorSystem {
         if path.as_str() == DEAD_LETTERS_PATH {
             return Err(SpawnError::NameTaken(path.to_string()));
         }
-        let (tx, rx) = mpsc::unbounded_channel();
         let address = Address {
             path,
             incarnation: self.shared.next_incarnation.fetch_add(1, Ordering::Relaxed),
         };
-        let handle = ActorRef {
-            address: address.clone(),
-            module: None,
-            user: tx,
-            system: None,
-            lifeline: Arc::new(Lifeline::default()),
-        };
+        let (mut handle, mailbox) = mailbox::mailbox(address.clone(), None, usize::MAX);
+        // A probe is not a cell: it takes no system messages.
+        handle.system = None;
         self.shared
             .registry
             .insert(handle)
@@ -335,7 +494,7 @@ impl ActorSystem {
         Ok(Probe {
             shared: self.shared.clone(),
             address,
-            rx,
+            mailbox,
         })
     }
 
@@ -387,7 +546,7 @@ impl Drop for ActorSystem {
 pub struct Probe {
     shared: Arc<Shared>,
     address: Address,
-    rx: mpsc::UnboundedReceiver<UserMsg>,
+    mailbox: mailbox::Mailbox,
 }
 
 impl Probe {
@@ -399,7 +558,7 @@ impl Probe {
     /// Waits for the next message.
     pub async fn recv(&mut self) -> Option<Envelope> {
         loop {
-            match self.rx.recv().await? {
+            match self.mailbox.next().await? {
                 UserMsg::Message(envelope) => return Some(envelope),
                 UserMsg::PoisonPill => continue,
             }

@@ -12,7 +12,12 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A system with the named example modules deployed.
 pub fn system_with(modules: &[&str]) -> ActorSystem {
-    let system = ActorSystem::new(HostConfig::new()).expect("system");
+    system_configured(HostConfig::new(), modules)
+}
+
+/// A system with the given configuration and the named example modules deployed.
+pub fn system_configured(config: HostConfig, modules: &[&str]) -> ActorSystem {
+    let system = ActorSystem::new(config).expect("system");
     for name in modules {
         let path = examples::path(name).expect("example actors are built by host/build.rs");
         system.deploy_file(name, &path).expect("deploy example");
@@ -50,6 +55,39 @@ pub async fn next_as<M: Message>(probe: &mut Probe) -> M {
 /// The next [`Report`] at the probe.
 pub async fn next_report(probe: &mut Probe) -> Report {
     next_as::<Report>(probe).await
+}
+
+/// The next report at the probe that has this label, skipping others.
+pub async fn report_labelled(probe: &mut Probe, label: &str) -> Report {
+    loop {
+        let report = next_report(probe).await;
+        if report.label == label {
+            return report;
+        }
+    }
+}
+
+/// The next supervision decision, or a panic after [`DEADLINE`].
+pub async fn next_decision(
+    events: &mut tokio::sync::broadcast::Receiver<mote_host::SupervisionEvent>,
+) -> mote_host::SupervisionEvent {
+    tokio::time::timeout(DEADLINE, events.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no supervision decision within {DEADLINE:?}"))
+        .expect("supervision events")
+}
+
+/// Waits until `condition` holds, checking every millisecond, or panics after [`DEADLINE`].
+/// For state the host exposes but does not announce (such as a mailbox's depth).
+pub async fn wait_until(mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met within {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// Waits for `address` to terminate, or panics after [`DEADLINE`].

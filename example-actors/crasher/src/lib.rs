@@ -1,9 +1,12 @@
 //! Crasher: misbehaves on demand, to test how the host contains a failing actor.
 //!
-//! Init: `[fail-start] [R]`. With `fail-start` its `start` fails with "start refused";
-//! otherwise `R` (if given) receives a `stopped` report when it stops. Each `Crash` message
+//! Init: `[fail-start] [R]` (`R` is the first word, or the second after `fail-start`). With
+//! `fail-start` its `start` fails with "start refused"; otherwise `R` (if given) receives a
+//! `stopped` report when it stops (value: 0 normal, 1 failure, 2 parent failure, 3 shutdown). A restarted instance logs its restart cause and reports
+//! `restarted` (value 0) to `R` in `start`, before a `fail-start` failure. Each `Crash` message
 //! picks a failure: a panic, an `unreachable` trap, an error, an endless loop, a memory bomb
-//! or a stack overflow; `Echo(n)` replies `Echo(n)` to show it is still alive.
+//! or a stack overflow; `Echo(n)` replies `Echo(n)` to show it is still alive and `Bump` adds
+//! one to a count kept in its state and replies `Echo(count)`, showing whether state survived.
 
 use std::hint::black_box;
 
@@ -16,9 +19,10 @@ const MIB: usize = 1 << 20;
 /// Bytes apart of the writes that make allocated memory resident (a wasm page).
 const PAGE: usize = 64 * 1024;
 
-/// The crasher's state: where to report and the memory it hoards.
+/// The crasher's state: where to report, its `Bump` count and the memory it hoards.
 struct Crasher {
     report_to: Option<String>,
+    count: u64,
     hoard: Vec<Vec<u8>>,
 }
 
@@ -37,13 +41,22 @@ fn recurse(depth: u32) -> u64 {
 impl Actor for Crasher {
     type Msg = Crash;
 
-    fn start(_ctx: &mut Context, init: &[u8]) -> Result<Self> {
+    fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
         let words = init_words(init);
-        if words.first() == Some(&"fail-start") {
+        let fail_start = words.first() == Some(&"fail-start");
+        let report_to = words.get(usize::from(fail_start)).map(|w| w.to_string());
+        if let Some(cause) = ctx.restart_cause() {
+            ctx.info(&format!("crasher restarted after: {cause}"));
+            if let Err(e) = report(ctx, report_to.as_deref(), "restarted", 0) {
+                ctx.warn(&format!("cannot report the restart: {e}"));
+            }
+        }
+        if fail_start {
             return Err(Error::msg("start refused"));
         }
         Ok(Self {
-            report_to: words.first().map(|w| w.to_string()),
+            report_to,
+            count: 0,
             hoard: Vec::new(),
         })
     }
@@ -81,11 +94,22 @@ impl Actor for Crasher {
                 black_box(recurse(depth));
                 Ok(())
             }
+            Crash::Bump => {
+                self.count += 1;
+                ctx.reply(&Crash::Echo(self.count as u32))
+            }
         }
     }
 
-    fn stopping(&mut self, ctx: &mut Context, _reason: StopReason) {
-        if let Err(e) = report(ctx, self.report_to.as_deref(), "stopped", 0) {
+    fn stopping(&mut self, ctx: &mut Context, reason: StopReason) {
+        // The reason as a number: 0 normal, 1 failure, 2 parent failure, 3 shutdown.
+        let code = match reason {
+            StopReason::Normal => 0,
+            StopReason::Failure(_) => 1,
+            StopReason::ParentFailure(_) => 2,
+            StopReason::Shutdown => 3,
+        };
+        if let Err(e) = report(ctx, self.report_to.as_deref(), "stopped", code) {
             ctx.warn(&format!("cannot report stopping: {e}"));
         }
     }

@@ -69,6 +69,8 @@ pub enum Crash {
     Alloc(u32),
     /// Recurses this deep with a large stack frame.
     Recurse(u32),
+    /// Adds one to the crasher's count and replies `Echo(count)`: shows whether state survived.
+    Bump,
 }
 
 /// Orders for the relay actor.
@@ -80,7 +82,37 @@ pub enum Relay {
     Collect,
 }
 
-mote_guest::message!(PingPong, Counter, Seq, Report, Crash, Relay);
+/// Orders for the watcher actor: watch or stop watching an incarnation.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Watch {
+    /// Watch the incarnation `incarnation` at `path`.
+    Watch {
+        /// Its actor path.
+        path: String,
+        /// Its incarnation id.
+        incarnation: u64,
+    },
+    /// Stop watching the incarnation `incarnation` at `path`.
+    Unwatch {
+        /// Its actor path.
+        path: String,
+        /// Its incarnation id.
+        incarnation: u64,
+    },
+}
+
+/// Messages for the gate actor, which holds items back while closed.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// Opens the gate, letting the held items through first.
+    Open,
+    /// Closes the gate.
+    Close,
+    /// An item, reported when it passes the open gate.
+    Item(u32),
+}
+
+mote_guest::message!(PingPong, Counter, Seq, Report, Crash, Relay, Watch, Gate);
 
 /// Splits init bytes, UTF-8 text, into whitespace-separated words (invalid UTF-8 gives none).
 pub fn init_words(init: &[u8]) -> Vec<&str> {
@@ -134,6 +166,21 @@ mod tests {
     fn kinds_are_type_names() {
         assert_eq!(PingPong::KIND, "PingPong");
         assert_eq!(Report::KIND, "Report");
+        assert_eq!(Watch::KIND, "Watch");
+        assert_eq!(Gate::KIND, "Gate");
+    }
+
+    #[test]
+    fn appended_variants_keep_earlier_encodings() -> Result<()> {
+        assert_eq!(mote_guest::encode(&Crash::Echo(7))?, [3, 7]);
+        assert_eq!(mote_guest::encode(&Crash::Bump)?, [7]);
+        let watch = Watch::Unwatch {
+            path: "/a".to_string(),
+            incarnation: 2,
+        };
+        assert_eq!(mote_guest::encode(&watch)?, [1, 2, b'/', b'a', 2]);
+        assert_eq!(mote_guest::encode(&Gate::Item(5))?, [2, 5]);
+        Ok(())
     }
 
     #[test]

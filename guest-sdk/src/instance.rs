@@ -1,0 +1,345 @@
+//! [`Instance`]: a running actor with its behaviour stack and stash, and the routing of each
+//! message to the right hook. Plain Rust: the host is only reached through the hooks.
+
+use std::collections::VecDeque;
+
+use crate::actor::Actor;
+use crate::behavior::{Behavior, Change, Request};
+use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::message::{Envelope, Message, TERMINATED, decode};
+
+/// A started actor and the runtime's bookkeeping around it.
+///
+/// Messages are handled from `ready`, front first: a new message joins its back, and
+/// `unstash_all` moves the stash, in order, to its front. So unstashed messages go before any
+/// new one, and messages left after a failure go before the next new one.
+pub struct Instance<A: Actor> {
+    actor: A,
+    /// Pushed behaviours; the last handles `A::Msg`, `Actor::receive` when empty.
+    behaviors: Vec<Behavior<A>>,
+    /// Stashed envelopes, oldest first.
+    stash: VecDeque<Envelope>,
+    /// Envelopes to handle before taking the next new message.
+    ready: VecDeque<Envelope>,
+}
+
+impl<A: Actor> Instance<A> {
+    /// Runs [`Actor::start`], applying the behaviour changes it requested.
+    pub fn start(init: &[u8]) -> Result<Self> {
+        let mut ctx = Context::new(None);
+        let actor = A::start(&mut ctx, init)?;
+        let mut instance = Self {
+            actor,
+            behaviors: Vec::new(),
+            stash: VecDeque::new(),
+            ready: VecDeque::new(),
+        };
+        instance.apply(ctx.take_requests(), None)?;
+        Ok(instance)
+    }
+
+    /// Handles a new message after any left over, and every message unstashed meanwhile;
+    /// stops at the first failure, keeping the rest for the next call.
+    pub fn receive(&mut self, env: Envelope) -> Result<()> {
+        self.ready.push_back(env);
+        while let Some(env) = self.ready.pop_front() {
+            self.deliver(env)?;
+        }
+        Ok(())
+    }
+
+    /// Runs [`Actor::supervise`], applying its behaviour changes (an unstash waits for the next
+    /// message).
+    pub fn supervise(&mut self, child: &Address, error: &str) -> Option<Directive> {
+        let mut ctx = Context::new(None);
+        let directive = self.actor.supervise(&mut ctx, child, error);
+        if let Err(e) = self.apply(ctx.take_requests(), None) {
+            ctx.error(&format!("supervise: {e}"));
+        }
+        directive
+    }
+
+    /// Runs [`Actor::stopping`] and drops the actor, stash included.
+    pub fn stopping(mut self, reason: StopReason) {
+        self.actor.stopping(&mut Context::new(None), reason);
+    }
+
+    /// Handles one envelope with the hook its kind calls for, then applies the changes the hook
+    /// requested; a failed hook changes nothing.
+    fn deliver(&mut self, env: Envelope) -> Result<()> {
+        let mut ctx = Context::for_message(env.sender.clone());
+        self.dispatch(&mut ctx, &env)?;
+        self.apply(ctx.take_requests(), Some(env))
+    }
+
+    /// Routes an envelope: `mote.terminated` to `terminated`, `A::Msg` to the top behaviour or
+    /// `receive`, any other kind to `unhandled`.
+    fn dispatch(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
+        if env.kind == TERMINATED {
+            return match &env.sender {
+                Some(who) => self.actor.terminated(ctx, who.clone()),
+                None => {
+                    ctx.warn("ignoring a `mote.terminated` message without a sender");
+                    Ok(())
+                }
+            };
+        }
+        if env.kind == A::Msg::KIND {
+            let msg = decode::<A::Msg>(&env.kind, &env.body)?;
+            return match self.behaviors.last() {
+                Some(behavior) => behavior(&mut self.actor, ctx, msg),
+                None => self.actor.receive(ctx, msg),
+            };
+        }
+        self.actor.unhandled(ctx, env.clone())
+    }
+
+    /// Applies a hook's requests in call order; `current` is the envelope it handled, if any.
+    fn apply(&mut self, requests: Vec<Request>, mut current: Option<Envelope>) -> Result<()> {
+        let changes = requests
+            .into_iter()
+            .map(Change::<A>::from_request)
+            .collect::<Result<Vec<_>, Error>>()?;
+        for change in changes {
+            match change {
+                Change::Become(behavior) => self.behaviors.push(behavior),
+                Change::Unbecome => {
+                    self.behaviors.pop();
+                }
+                Change::Stash => {
+                    if let Some(env) = current.take() {
+                        self.stash.push_back(env);
+                    }
+                }
+                Change::UnstashAll => {
+                    let mut released = std::mem::take(&mut self.stash);
+                    released.append(&mut self.ready);
+                    self.ready = released;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::{Deserialize, Serialize};
+
+    /// The test actor's messages.
+    #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+    enum Door {
+        Open,
+        Close,
+        Item(u32),
+        Fail(u32),
+        Push,
+        Pop,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Other;
+
+    crate::message!(Door, Other);
+
+    /// A gate that stashes items while closed and records what it handles.
+    #[derive(Default)]
+    struct Gate {
+        /// (handler, sender path, item) for each item handled.
+        log: Vec<(&'static str, String, u32)>,
+        terminated: Vec<Address>,
+        others: usize,
+    }
+
+    impl Gate {
+        fn open(&mut self, ctx: &mut Context, msg: Door) -> Result<()> {
+            self.common(ctx, msg, "open")
+        }
+
+        fn loud(&mut self, ctx: &mut Context, msg: Door) -> Result<()> {
+            self.common(ctx, msg, "loud")
+        }
+
+        fn common(&mut self, ctx: &mut Context, msg: Door, name: &'static str) -> Result<()> {
+            match msg {
+                Door::Item(n) => self.log.push((name, path(ctx.sender()), n)),
+                Door::Fail(n) => return Err(Error::msg(format!("fail {n}"))),
+                Door::Close | Door::Pop => ctx.unbecome(),
+                Door::Push => ctx.become_(Self::loud),
+                Door::Open => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Actor for Gate {
+        type Msg = Door;
+
+        fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
+            if init == b"open" {
+                ctx.become_(Self::open);
+            }
+            Ok(Self::default())
+        }
+
+        fn receive(&mut self, ctx: &mut Context, msg: Door) -> Result<()> {
+            match msg {
+                Door::Item(_) | Door::Fail(_) => ctx.stash(),
+                Door::Open => {
+                    ctx.unstash_all();
+                    ctx.become_(Self::open);
+                }
+                Door::Close | Door::Push => {}
+                Door::Pop => ctx.unbecome(),
+            }
+            Ok(())
+        }
+
+        fn unhandled(&mut self, ctx: &mut Context, _env: Envelope) -> Result<()> {
+            self.others += 1;
+            ctx.stash();
+            Ok(())
+        }
+
+        fn terminated(&mut self, _ctx: &mut Context, who: Address) -> Result<()> {
+            self.terminated.push(who);
+            Ok(())
+        }
+    }
+
+    fn path(address: Option<&Address>) -> String {
+        address.map(|a| a.path.clone()).unwrap_or_default()
+    }
+
+    fn from(path: &str) -> Option<Address> {
+        Some(Address {
+            path: path.to_string(),
+            incarnation: 1,
+        })
+    }
+
+    fn send(gate: &mut Instance<Gate>, sender: &str, msg: Door) -> Result<()> {
+        gate.receive(Envelope::of(from(sender), &msg)?)
+    }
+
+    fn items(gate: &Instance<Gate>) -> Vec<(&'static str, &str, u32)> {
+        let log = gate.actor.log.iter();
+        log.map(|(h, s, n)| (*h, s.as_str(), *n)).collect()
+    }
+
+    #[test]
+    fn stashed_messages_come_back_in_order_with_their_senders() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        send(&mut gate, "/a", Door::Item(1))?;
+        send(&mut gate, "/b", Door::Item(2))?;
+        assert!(items(&gate).is_empty());
+        assert_eq!(gate.stash.len(), 2);
+        send(&mut gate, "/c", Door::Open)?;
+        assert_eq!(items(&gate), [("open", "/a", 1), ("open", "/b", 2)]);
+        assert!(gate.stash.is_empty() && gate.ready.is_empty());
+        send(&mut gate, "/d", Door::Item(3))?;
+        assert_eq!(items(&gate)[2], ("open", "/d", 3));
+        Ok(())
+    }
+
+    #[test]
+    fn unbecome_returns_to_receive_and_is_a_no_op_when_empty() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        send(&mut gate, "/a", Door::Pop)?;
+        assert!(gate.behaviors.is_empty());
+        send(&mut gate, "/a", Door::Open)?;
+        send(&mut gate, "/a", Door::Push)?;
+        send(&mut gate, "/a", Door::Item(1))?;
+        send(&mut gate, "/a", Door::Pop)?;
+        send(&mut gate, "/a", Door::Item(2))?;
+        send(&mut gate, "/a", Door::Close)?;
+        send(&mut gate, "/a", Door::Item(3))?;
+        assert_eq!(items(&gate), [("loud", "/a", 1), ("open", "/a", 2)]);
+        assert_eq!(gate.stash.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn start_may_choose_the_first_behaviour() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"open")?;
+        send(&mut gate, "/a", Door::Item(7))?;
+        assert_eq!(items(&gate), [("open", "/a", 7)]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_unstashed_message_leaves_the_rest_ahead_of_new_ones() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        send(&mut gate, "/a", Door::Item(1))?;
+        send(&mut gate, "/a", Door::Fail(2))?;
+        send(&mut gate, "/a", Door::Item(3))?;
+        let error = send(&mut gate, "/a", Door::Open)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(error.as_deref(), Some("fail 2"));
+        assert_eq!(items(&gate), [("open", "/a", 1)]);
+        assert_eq!(gate.ready.len(), 1);
+        send(&mut gate, "/b", Door::Item(4))?;
+        assert_eq!(items(&gate)[1..], [("open", "/a", 3), ("open", "/b", 4)]);
+        Ok(())
+    }
+
+    #[test]
+    fn later_stashes_queue_behind_earlier_ones() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        send(&mut gate, "/a", Door::Item(1))?;
+        send(&mut gate, "/a", Door::Open)?;
+        send(&mut gate, "/a", Door::Close)?;
+        send(&mut gate, "/a", Door::Item(2))?;
+        send(&mut gate, "/a", Door::Item(3))?;
+        send(&mut gate, "/a", Door::Open)?;
+        let seen: Vec<u32> = items(&gate).iter().map(|(_, _, n)| *n).collect();
+        assert_eq!(seen, [1, 2, 3]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_hook_changes_nothing() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"open")?;
+        send(&mut gate, "/a", Door::Push)?;
+        assert_eq!(gate.behaviors.len(), 2);
+        assert!(send(&mut gate, "/a", Door::Fail(1)).is_err());
+        assert_eq!(gate.behaviors.len(), 2);
+        assert!(gate.stash.is_empty() && gate.ready.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn other_kinds_and_terminations_take_their_own_hooks() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        gate.receive(Envelope::of(from("/x"), &Other)?)?;
+        let who = from("/user/w");
+        gate.receive(Envelope {
+            sender: who.clone(),
+            kind: TERMINATED.to_string(),
+            body: Vec::new(),
+        })?;
+        assert_eq!(gate.actor.others, 1);
+        assert_eq!(gate.actor.terminated, who.into_iter().collect::<Vec<_>>());
+        send(&mut gate, "/a", Door::Open)?;
+        assert_eq!(
+            gate.actor.others, 2,
+            "the stashed `Other` came back to unhandled"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_bodies_fail_the_message() {
+        let env = Envelope {
+            sender: None,
+            kind: "Door".to_string(),
+            body: vec![99],
+        };
+        let gate = Instance::<Gate>::start(b"");
+        assert!(gate.and_then(|mut gate| gate.receive(env)).is_err());
+    }
+}

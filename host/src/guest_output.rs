@@ -1,0 +1,78 @@
+//! Guest stdout and stderr, written line by line to the host log with the actor's path.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+
+use crate::address::ActorPath;
+
+/// Guest stdout/stderr, written line by line to the host log.
+pub(crate) struct GuestOutput {
+    pub(crate) path: ActorPath,
+    pub(crate) stream: &'static str,
+}
+
+impl IsTerminal for GuestOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestOutput {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(LineLogger {
+            path: self.path.clone(),
+            stream: self.stream,
+            line: Vec::new(),
+        })
+    }
+}
+
+struct LineLogger {
+    path: ActorPath,
+    stream: &'static str,
+    line: Vec<u8>,
+}
+
+impl LineLogger {
+    fn emit(&mut self) {
+        let text = String::from_utf8_lossy(&self.line);
+        tracing::info!(target: "mote::guest", actor = %self.path, stream = self.stream, "{}", text.trim_end());
+        self.line.clear();
+    }
+}
+
+impl tokio::io::AsyncWrite for LineLogger {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        for &b in buf {
+            if b == b'\n' {
+                self.emit();
+            } else if self.line.len() < 64 << 10 {
+                self.line.push(b);
+            }
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // Lines are logged whole; a partial line waits for its newline or for the drop.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for LineLogger {
+    fn drop(&mut self) {
+        if !self.line.is_empty() {
+            self.emit();
+        }
+    }
+}

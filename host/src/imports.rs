@@ -1,0 +1,225 @@
+//! The host imports of the `mote:actor` world: everything an actor can ask of the host.
+
+use std::time::Duration;
+
+use crate::address::{ActorPath, Address};
+use crate::bindings::{self, LogLevel, WitAddress, WitSendError, WitSpawnError};
+use crate::instance::{ActorState, Limits, to_wit_address};
+use crate::mailbox::SystemMsg;
+use crate::message::{Envelope, StopReason};
+use crate::supervisor::{Directive, Scope, Strategy};
+use crate::{AddressError, SpawnError};
+
+impl bindings::mote::actor::types::Host for ActorState {}
+
+impl bindings::mote::actor::host::Host for ActorState {
+    fn self_address(&mut self) -> WitAddress {
+        to_wit_address(self.me.clone())
+    }
+
+    fn parent(&mut self) -> Option<WitAddress> {
+        self.parent.clone().map(to_wit_address)
+    }
+
+    fn tell(&mut self, to: WitAddress, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        let envelope = self.envelope(kind, body)?;
+        self.shared
+            .tell_address(&to.path, Some(to.incarnation), envelope);
+        Ok(())
+    }
+
+    fn tell_path(&mut self, to: String, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        let invalid = |e: AddressError| WitSendError::InvalidPath(e.to_string());
+        let envelope = self.envelope(kind, body)?;
+        if to.starts_with('/') {
+            ActorPath::check(&to).map_err(invalid)?;
+            self.shared.tell_address(&to, None, envelope);
+        } else {
+            let path = self.me.path.select(&to).map_err(invalid)?;
+            self.shared.tell_path(&path, envelope);
+        }
+        Ok(())
+    }
+
+    fn spawn(
+        &mut self,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+    ) -> Result<WitAddress, WitSpawnError> {
+        let limits = self.shared.default_limits();
+        self.spawn_child(name, module, init, limits)
+    }
+
+    fn stop(&mut self, target: WitAddress) {
+        if target.path == self.me.path.as_str() && target.incarnation == self.me.incarnation {
+            self.stop_requested = true;
+            return;
+        }
+        let descendant = ActorPath::parse(&target.path)
+            .map(|p| p.is_descendant_of(&self.me.path))
+            .unwrap_or(false);
+        if !descendant {
+            tracing::warn!(target = %target.path, "stop ignored: an actor may stop only itself and its descendants");
+            return;
+        }
+        if let Some(actor) = self.shared.registry.get(&target.path)
+            && actor.address.incarnation == target.incarnation
+        {
+            actor.signal(SystemMsg::Stop(StopReason::Normal));
+        }
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        match level {
+            LogLevel::Trace => tracing::trace!(target: "mote::guest", "{message}"),
+            LogLevel::Debug => tracing::debug!(target: "mote::guest", "{message}"),
+            LogLevel::Info => tracing::info!(target: "mote::guest", "{message}"),
+            LogLevel::Warn => tracing::warn!(target: "mote::guest", "{message}"),
+            LogLevel::Error => tracing::error!(target: "mote::guest", "{message}"),
+        }
+    }
+}
+
+impl bindings::mote::actor::supervision::Host for ActorState {
+    fn set_strategy(&mut self, strategy: bindings::WitStrategy) {
+        self.supervisor.strategy = Strategy {
+            scope: match strategy.scope {
+                bindings::WitScope::OneForOne => Scope::OneForOne,
+                bindings::WitScope::AllForOne => Scope::AllForOne,
+            },
+            directive: from_wit_directive(strategy.directive),
+            max_restarts: strategy.max_restarts,
+            within: Duration::from_millis(strategy.within_ms),
+            backoff_min: Duration::from_millis(strategy.backoff_min_ms),
+            backoff_max: Duration::from_millis(
+                strategy.backoff_max_ms.max(strategy.backoff_min_ms),
+            ),
+        };
+    }
+
+    fn spawn_with(
+        &mut self,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+        options: bindings::WitSpawnOptions,
+    ) -> Result<WitAddress, WitSpawnError> {
+        let defaults = self.shared.default_limits();
+        let limits = Limits {
+            mailbox_capacity: options
+                .mailbox_capacity
+                .map_or(defaults.mailbox_capacity, |n| (n as usize).max(1)),
+            memory: options.memory_limit.map_or(defaults.memory, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
+            cpu_deadline: options
+                .cpu_deadline_ms
+                .map_or(defaults.cpu_deadline, Duration::from_millis),
+        };
+        self.spawn_child(name, module, init, limits)
+    }
+
+    fn watch(&mut self, target: WitAddress) {
+        let Ok(path) = ActorPath::parse(&target.path) else {
+            tracing::warn!(target = %target.path, "watch ignored: not an actor path");
+            return;
+        };
+        let target = Address {
+            path,
+            incarnation: target.incarnation,
+        };
+        if !self.watching.insert(target.clone()) {
+            return;
+        }
+        let me = self.me.clone();
+        let registered = self.shared.registry.with(target.path.as_str(), |actor| {
+            actor.is_some_and(|a| {
+                a.address.incarnation == target.incarnation
+                    && a.signal(SystemMsg::Watch(me.clone()))
+            })
+        });
+        if !registered {
+            // Already gone: the watcher hears of it at once.
+            self.shared.notify_terminated(&me, &target);
+        }
+    }
+
+    fn unwatch(&mut self, target: WitAddress) {
+        let Some(address) = self
+            .watching
+            .iter()
+            .find(|a| a.path.as_str() == target.path && a.incarnation == target.incarnation)
+            .cloned()
+        else {
+            return;
+        };
+        self.watching.remove(&address);
+        let me = self.me.clone();
+        self.shared.registry.with(address.path.as_str(), |actor| {
+            if let Some(a) = actor.filter(|a| a.address.incarnation == address.incarnation) {
+                a.signal(SystemMsg::Unwatch(me));
+            }
+        });
+    }
+
+    fn restart_cause(&mut self) -> Option<String> {
+        self.restart_cause.clone()
+    }
+}
+
+fn from_wit_directive(d: bindings::WitDirective) -> Directive {
+    match d {
+        bindings::WitDirective::Resume => Directive::Resume,
+        bindings::WitDirective::Restart => Directive::Restart,
+        bindings::WitDirective::Stop => Directive::Stop,
+        bindings::WitDirective::Escalate => Directive::Escalate,
+    }
+}
+
+impl ActorState {
+    fn envelope(&self, kind: String, body: Vec<u8>) -> Result<Envelope, WitSendError> {
+        let limit = self.shared.config.max_message_bytes;
+        if body.len() > limit {
+            return Err(WitSendError::TooLarge(body.len() as u64));
+        }
+        Ok(Envelope {
+            sender: Some(self.me.clone()),
+            kind,
+            body,
+        })
+    }
+
+    fn spawn_child(
+        &mut self,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+        limits: Limits,
+    ) -> Result<WitAddress, WitSpawnError> {
+        use WitSpawnError as E;
+        if self.stopping {
+            return Err(E::Stopping);
+        }
+        let path = self
+            .me
+            .path
+            .child(&name)
+            .map_err(|e| E::InvalidName(e.to_string()))?;
+        if self.children.contains_key(&name) {
+            return Err(E::NameTaken(path.to_string()));
+        }
+        let child = self
+            .shared
+            .spawn(path, &module, init, Some(self.me.clone()), limits)
+            .map_err(|e| match e {
+                SpawnError::UnknownModule(m) => E::UnknownModule(m),
+                SpawnError::NameTaken(p) => E::NameTaken(p),
+                SpawnError::Address(a) => E::InvalidName(a.to_string()),
+                other => E::Instantiation(other.to_string()),
+            })?;
+        let address = child.address.clone();
+        self.children.insert(name, child);
+        Ok(to_wit_address(address))
+    }
+}
