@@ -6,20 +6,23 @@
 //!   processed; spawns/s and resident bytes per idle actor.
 //! - `w3`: fan-out, one producer sends 1,000 messages to each of 1,000 actors; end-to-end msgs/s.
 //!
+//! - `epoch`: w1 with and without epoch interruption compiled in; the ratio is its overhead.
+//! - `restart`: how long a supervised restart of a trapped actor takes, net of a round trip.
+//!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
-use mote_example_protocol::{Counter, Report};
+use mote_example_protocol::{Counter, Crash, Report};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, Probe, examples};
 
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]
 struct Args {
-    /// w1, w2, w3 or all.
+    /// w1, w2, w3, epoch, restart or all.
     workload: String,
     /// Scheduler worker threads.
     #[arg(long, default_value_t = 2)]
@@ -33,6 +36,9 @@ struct Args {
     /// Use wasmtime's pooling allocator with room for this many instances.
     #[arg(long)]
     pooling: Option<u32>,
+    /// Epoch tick in microseconds (the host default is 1000).
+    #[arg(long)]
+    epoch_tick_us: Option<u64>,
 }
 
 const WAIT: Duration = Duration::from_secs(600);
@@ -52,19 +58,33 @@ fn main() -> anyhow::Result<()> {
             "w1" => w1(&args).await,
             "w2" => w2(&args).await,
             "w3" => w3(&args).await,
+            "epoch" => epoch(&args).await,
+            "restart" => restart(&args).await,
             "all" => {
                 w1(&args).await?;
                 w2(&args).await?;
-                w3(&args).await
+                w3(&args).await?;
+                epoch(&args).await?;
+                restart(&args).await
             }
-            other => bail!("unknown workload {other:?}: use w1, w2, w3 or all"),
+            other => bail!("unknown workload {other:?}: use w1, w2, w3, epoch, restart or all"),
         }
     })
 }
 
 fn system(args: &Args, modules: &[&str]) -> anyhow::Result<ActorSystem> {
-    let mut config = HostConfig::new();
+    system_with(args, HostConfig::new(), modules)
+}
+
+fn system_with(
+    args: &Args,
+    mut config: HostConfig,
+    modules: &[&str],
+) -> anyhow::Result<ActorSystem> {
     config.pooling(args.pooling);
+    if let Some(us) = args.epoch_tick_us {
+        config.epoch_tick(Duration::from_micros(us));
+    }
     let system = ActorSystem::new(config)?;
     for name in modules {
         let path = examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?;
@@ -85,9 +105,9 @@ fn encode<M: Message>(msg: &M) -> anyhow::Result<Vec<u8>> {
     mote_guest::encode(msg).map_err(|e| anyhow!("{e}"))
 }
 
-async fn w1(args: &Args) -> anyhow::Result<()> {
-    let messages = args.messages;
-    let system = system(args, &["pingpong"])?;
+/// Seconds for `messages` ping-pong messages between two wasm actors.
+async fn mote_ping_pong(args: &Args, config: HostConfig, messages: u32) -> anyhow::Result<f64> {
+    let system = system_with(args, config, &["pingpong"])?;
     let mut probe = system.probe("bench")?;
     system.spawn("pong", "pingpong", b"pong /system/bench")?;
     let init = format!("ping /user/pong {} /system/bench", messages / 2);
@@ -101,26 +121,87 @@ async fn w1(args: &Args) -> anyhow::Result<()> {
             pongs = r.value;
         }
     }
-    let mote = start.elapsed().as_secs_f64();
+    let seconds = start.elapsed().as_secs_f64();
     if pongs != u64::from(messages / 2) {
         bail!("ping counted {pongs} pongs, expected {}", messages / 2);
     }
     system.shutdown().await.ok();
+    Ok(seconds)
+}
+
+async fn w1(args: &Args) -> anyhow::Result<()> {
+    let messages = args.messages;
+    let mote = mote_ping_pong(args, HostConfig::new(), messages).await?;
     let native = native_ping_pong(messages).await;
     let mote_rate = f64::from(messages) / mote;
     let native_rate = f64::from(messages) / native;
     println!(
-        "RESULT runtime=mote workload=w1 messages={messages} seconds={mote:.6} msgs_per_sec={:.0}",
-        mote_rate
+        "RESULT runtime=mote workload=w1 messages={messages} seconds={mote:.6} msgs_per_sec={mote_rate:.0}"
     );
     println!(
-        "RESULT runtime=native workload=w1 messages={messages} seconds={native:.6} msgs_per_sec={:.0}",
-        native_rate
+        "RESULT runtime=native workload=w1 messages={messages} seconds={native:.6} msgs_per_sec={native_rate:.0}"
     );
     println!(
         "RESULT workload=w1 ratio_mote_to_native={:.3}",
         mote_rate / native_rate
     );
+    Ok(())
+}
+
+async fn epoch(args: &Args) -> anyhow::Result<()> {
+    let messages = args.messages;
+    let with = mote_ping_pong(args, HostConfig::new(), messages).await?;
+    let mut off = HostConfig::new();
+    off.epoch_interruption(false);
+    let without = mote_ping_pong(args, off, messages).await?;
+    println!(
+        "RESULT runtime=mote workload=epoch messages={messages} with_epoch_msgs_per_sec={:.0} \
+         without_epoch_msgs_per_sec={:.0} ratio_with_to_without={:.3}",
+        f64::from(messages) / with,
+        f64::from(messages) / without,
+        without / with
+    );
+    Ok(())
+}
+
+async fn restart(args: &Args) -> anyhow::Result<()> {
+    let cycles = 2000u32;
+    let mut config = HostConfig::new();
+    config.root_strategy(mote_host::Strategy {
+        max_restarts: u32::MAX,
+        backoff_min: Duration::ZERO,
+        backoff_max: Duration::ZERO,
+        ..Default::default()
+    });
+    let system = system_with(args, config, &["crasher"])?;
+    let mut probe = system.probe("bench")?;
+    system.spawn("c", "crasher", b"")?;
+    let echo = |probe: &Probe, n: u32| -> anyhow::Result<()> {
+        Ok(probe.tell("/user/c", Crash::KIND, encode(&Crash::Echo(n))?)?)
+    };
+    // Baseline: a round trip to a live actor.
+    let start = Instant::now();
+    for n in 0..cycles {
+        echo(&probe, n)?;
+        recv_as::<Crash>(&mut probe).await?;
+    }
+    let round_trip = start.elapsed().as_secs_f64();
+    // The same round trip behind a trap: the echo is handled by the restarted instance.
+    let panic = encode(&Crash::Panic)?;
+    let start = Instant::now();
+    for n in 0..cycles {
+        probe.tell("/user/c", Crash::KIND, panic.clone())?;
+        echo(&probe, n)?;
+        recv_as::<Crash>(&mut probe).await?;
+    }
+    let with_restart = start.elapsed().as_secs_f64();
+    let restart_us = (with_restart - round_trip) / f64::from(cycles) * 1e6;
+    println!(
+        "RESULT runtime=mote workload=restart restarts={cycles} restart_us={restart_us:.1} \
+         round_trip_us={:.1}",
+        round_trip / f64::from(cycles) * 1e6
+    );
+    system.shutdown().await.ok();
     Ok(())
 }
 

@@ -429,7 +429,7 @@ impl Cell {
             }
             self.carried_watching = std::mem::take(&mut instance.state().watching);
         }
-        if stopped.is_some() {
+        if stopped.is_some() || delay.is_zero() {
             return stopped;
         }
         let sleep = tokio::time::sleep(delay);

@@ -17,7 +17,7 @@ use crate::error::HostError;
 pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
-        .epoch_interruption(true)
+        .epoch_interruption(config.epoch_interruption)
         // Concurrency support slows every call 2.5-4x (DESIGN §12) and no feature needs it yet.
         .concurrency_support(false)
         .max_wasm_stack(config.max_wasm_stack)

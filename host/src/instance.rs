@@ -178,19 +178,21 @@ impl ActorInstance {
         let slice_ticks = state.shared.config.time_slice_ticks;
         let mut store = Store::new(&engine, state);
         store.limiter(|state| state);
-        // Every time slice the guest yields to the scheduler; past its CPU deadline it fails.
-        store.epoch_deadline_callback(move |mut ctx| {
-            let state = ctx.data_mut();
-            state.slices_used += 1;
-            if state.slice * state.slices_used as u32 > state.limits.cpu_deadline {
-                wasmtime::bail!(
-                    "cpu deadline exceeded: one call ran longer than {:?}",
-                    state.limits.cpu_deadline
-                );
-            }
-            Ok(UpdateDeadline::Yield(slice_ticks))
-        });
-        store.set_epoch_deadline(slice_ticks);
+        if state_epochs(&store) {
+            // Every time slice the guest yields to the scheduler; past its CPU deadline it fails.
+            store.epoch_deadline_callback(move |mut ctx| {
+                let state = ctx.data_mut();
+                state.slices_used += 1;
+                if state.slice * state.slices_used as u32 > state.limits.cpu_deadline {
+                    wasmtime::bail!(
+                        "cpu deadline exceeded: one call ran longer than {:?}",
+                        state.limits.cpu_deadline
+                    );
+                }
+                Ok(UpdateDeadline::Yield(slice_ticks))
+            });
+            store.set_epoch_deadline(slice_ticks);
+        }
         let instance = module
             .pre
             .instance_pre()
@@ -224,7 +226,9 @@ impl ActorInstance {
 
     fn begin_call(&mut self) {
         self.store.data_mut().slices_used = 0;
-        self.store.set_epoch_deadline(self.slice_ticks);
+        if state_epochs(&self.store) {
+            self.store.set_epoch_deadline(self.slice_ticks);
+        }
     }
 
     pub(crate) async fn start(&mut self, init: &[u8]) -> Result<(), Failure> {
@@ -315,6 +319,10 @@ impl ActorInstance {
             }
         }
     }
+}
+
+fn state_epochs(store: &Store<ActorState>) -> bool {
+    store.data().shared.config.epoch_interruption
 }
 
 pub(crate) fn to_wit_address(address: Address) -> WitAddress {

@@ -65,7 +65,7 @@ pub(crate) struct Shared {
     /// The `/user` guardian's restart bookkeeping for top-level actors.
     guardian: Mutex<Supervisor>,
     supervision: broadcast::Sender<SupervisionEvent>,
-    _ticker: EpochTicker,
+    _ticker: Option<EpochTicker>,
 }
 
 impl Shared {
@@ -320,7 +320,10 @@ impl ActorSystem {
         let engine: Engine = build_engine(&config)?;
         let mut linker = Linker::new(&engine);
         instance::add_to_linker(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
-        let ticker = EpochTicker::start(&engine, &config)?;
+        let ticker = match config.epoch_interruption {
+            true => Some(EpochTicker::start(&engine, &config)?),
+            false => None,
+        };
         let shared = Arc::new(Shared {
             modules: Modules::new(engine, linker),
             registry: Registry::default(),
