@@ -8,6 +8,9 @@
 //!
 //! - `epoch`: w1 with and without epoch interruption compiled in; the ratio is its overhead.
 //! - `restart`: how long a supervised restart of a trapped actor takes, net of a round trip.
+//! - `timers`: 100,000 one-shot timers over one second: scheduling rate, median/p99 lateness.
+//! - `pubsub`: 1,000 subscriber actors, 1,000 publishes: deliveries/s (each also reported back).
+//! - `ask`: round-trip time of asks from outside to an actor.
 //!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
@@ -15,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
-use mote_example_protocol::{Counter, Crash, Report};
+use mote_example_protocol::{Counter, Crash, Report, Seq};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, Probe, examples};
 
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]
 struct Args {
-    /// w1, w2, w3, epoch, restart or all.
+    /// w1, w2, w3, epoch, restart, timers, pubsub, ask or all.
     workload: String,
     /// Scheduler worker threads.
     #[arg(long, default_value_t = 2)]
@@ -60,14 +63,22 @@ fn main() -> anyhow::Result<()> {
             "w3" => w3(&args).await,
             "epoch" => epoch(&args).await,
             "restart" => restart(&args).await,
+            "timers" => timers(&args).await,
+            "pubsub" => pubsub(&args).await,
+            "ask" => ask(&args).await,
             "all" => {
                 w1(&args).await?;
                 w2(&args).await?;
                 w3(&args).await?;
                 epoch(&args).await?;
-                restart(&args).await
+                restart(&args).await?;
+                timers(&args).await?;
+                pubsub(&args).await?;
+                ask(&args).await
             }
-            other => bail!("unknown workload {other:?}: use w1, w2, w3, epoch, restart or all"),
+            other => bail!(
+                "unknown workload {other:?}: use w1, w2, w3, epoch, restart, timers, pubsub, ask or all"
+            ),
         }
     })
 }
@@ -320,6 +331,103 @@ async fn w3(args: &Args) -> anyhow::Result<()> {
     println!(
         "RESULT runtime=mote workload=w3 actors={actors} messages={messages} seconds={secs:.6} msgs_per_sec={:.0}",
         messages as f64 / secs
+    );
+    system.shutdown().await.ok();
+    Ok(())
+}
+
+async fn timers(args: &Args) -> anyhow::Result<()> {
+    let n = 100_000u64;
+    let system = system(args, &[])?;
+    let mut probe = system.probe("bench")?;
+    let start = Instant::now();
+    let mut due = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        // Spread over one second, deterministically.
+        let delay = Duration::from_micros((i * 7919) % 1_000_000);
+        due.push(start + delay);
+        let body = encode(&Report {
+            from: String::new(),
+            label: String::new(),
+            value: i,
+        })?;
+        system.schedule("/system/bench", Report::KIND, body, delay, None)?;
+    }
+    let scheduling = start.elapsed().as_secs_f64();
+    let mut lateness = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let r: Report = recv_as(&mut probe).await?;
+        let late = Instant::now().saturating_duration_since(due[r.value as usize]);
+        lateness.push(late.as_secs_f64() * 1e3);
+    }
+    lateness.sort_by(f64::total_cmp);
+    let pct = |p: f64| lateness[((lateness.len() - 1) as f64 * p) as usize];
+    println!(
+        "RESULT runtime=mote workload=timers timers={n} schedule_per_sec={:.0} \
+         lateness_median_ms={:.3} lateness_p99_ms={:.3} lateness_max_ms={:.3}",
+        n as f64 / scheduling,
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    );
+    Ok(())
+}
+
+async fn pubsub(args: &Args) -> anyhow::Result<()> {
+    let (subscribers, publishes) = (1000usize, 1000u32);
+    let mut config = HostConfig::new();
+    config.mailbox_capacity(1 << 20);
+    let system = system_with(args, config, &["subscriber"])?;
+    let mut probe = system.probe("bench")?;
+    for i in 0..subscribers {
+        system.spawn(&format!("s{i}"), "subscriber", b"topic /system/bench")?;
+        probe.tell(
+            &format!("/user/s{i}"),
+            Seq::KIND,
+            encode(&Seq { stream: 0, n: 0 })?,
+        )?;
+    }
+    for _ in 0..subscribers {
+        recv_as::<Report>(&mut probe).await?;
+    }
+    let start = Instant::now();
+    for n in 0..publishes {
+        system.publish("topic", Seq::KIND, encode(&Seq { stream: 0, n })?);
+    }
+    let deliveries = subscribers as u64 * u64::from(publishes);
+    for _ in 0..deliveries {
+        recv_as::<Report>(&mut probe).await?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "RESULT runtime=mote workload=pubsub subscribers={subscribers} publishes={publishes} \
+         deliveries={deliveries} seconds={secs:.6} deliveries_per_sec={:.0}",
+        deliveries as f64 / secs
+    );
+    system.shutdown().await.ok();
+    Ok(())
+}
+
+async fn ask(args: &Args) -> anyhow::Result<()> {
+    let n = 10_000u32;
+    let system = system(args, &["counter"])?;
+    system.spawn("c", "counter", b"")?;
+    let get = encode(&Counter::Get)?;
+    let start = Instant::now();
+    for _ in 0..n {
+        system
+            .ask(
+                "/user/c",
+                Counter::KIND,
+                get.clone(),
+                Duration::from_secs(5),
+            )
+            .await?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "RESULT runtime=mote workload=ask asks={n} round_trip_us={:.1}",
+        secs / f64::from(n) * 1e6
     );
     system.shutdown().await.ok();
     Ok(())

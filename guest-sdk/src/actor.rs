@@ -3,10 +3,14 @@
 
 use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
 use crate::context::Context;
+use crate::dead_letter::DeadLetter;
 use crate::error::Result;
 use crate::message::{Envelope, Message};
 
 /// An actor: state created by `start`, then one `receive` per message of its kind.
+///
+/// Host messages and ask replies take their own hooks: `terminated`, `dead_letter`,
+/// `ask_timeout` and `answered` (which by default hands replies on to `receive`).
 ///
 /// While a [`Behavior`](crate::Behavior) pushed by [`Context::become_`] is on top of the
 /// behaviour stack, it handles `Self::Msg` instead of `receive`.
@@ -31,6 +35,31 @@ pub trait Actor: Sized + 'static {
     /// [`TERMINATED`](crate::message::TERMINATED)); by default ignores it.
     fn terminated(&mut self, ctx: &mut Context, who: Address) -> Result<()> {
         let _ = (ctx, who);
+        Ok(())
+    }
+
+    /// Handles a dead letter (a message of kind [`DEAD_LETTER`](crate::message::DEAD_LETTER),
+    /// which arrives after [`Context::subscribe`] to
+    /// [`DEAD_LETTERS_TOPIC`](crate::messaging::DEAD_LETTERS_TOPIC)); by default ignores it.
+    fn dead_letter(&mut self, ctx: &mut Context, letter: DeadLetter) -> Result<()> {
+        let _ = (ctx, letter);
+        Ok(())
+    }
+
+    /// Handles the timeout of the ask `id` returned by [`Context::ask`] (a message of kind
+    /// [`ASK_TIMEOUT`](crate::message::ASK_TIMEOUT)); by default ignores it.
+    fn ask_timeout(&mut self, ctx: &mut Context, id: u64) -> Result<()> {
+        let _ = (ctx, id);
+        Ok(())
+    }
+
+    /// Handles the reply to the ask `id` returned by [`Context::ask`] (a message whose sender
+    /// path starts with [`ASK_PREFIX`](crate::message::ASK_PREFIX)). By default it is handled
+    /// like any other message: by the top behaviour or `receive` if its kind is `Self::Msg`,
+    /// else by `unhandled`; `ctx.sender()` is the ask's address, whose incarnation is `id`.
+    fn answered(&mut self, ctx: &mut Context, id: u64, reply: Envelope) -> Result<()> {
+        let _ = (id, reply);
+        ctx.handle_as_message = true;
         Ok(())
     }
 

@@ -1,7 +1,9 @@
 //! [`Context`]: what a hook may do, wrapping the `host` imports of the WIT contract.
 //!
-//! The `supervision` imports are in [`supervision`](crate::supervision) and behaviour switching
-//! and the stash in [`behavior`](crate::behavior), each in its own `impl Context` block.
+//! The `supervision` imports are in [`supervision`](crate::supervision), the `timers` imports
+//! in [`timers`](crate::timers), the `messaging` imports in [`messaging`](crate::messaging) and
+//! behaviour switching and the stash in [`behavior`](crate::behavior), each in its own
+//! `impl Context` block.
 
 use std::cell::OnceCell;
 
@@ -22,6 +24,9 @@ pub struct Context {
     pub(crate) in_message: bool,
     /// Behaviour and stash changes requested by the hook, in call order.
     pub(crate) requests: Vec<Request>,
+    /// Set by the default [`Actor::answered`](crate::Actor::answered): the reply is to be
+    /// handled like any other message once it returns.
+    pub(crate) handle_as_message: bool,
 }
 
 impl Context {
@@ -33,6 +38,7 @@ impl Context {
             parent: OnceCell::new(),
             in_message: false,
             requests: Vec::new(),
+            handle_as_message: false,
         }
     }
 

@@ -39,13 +39,16 @@ impl Error {
 
     /// Turns a refused send into a readable error.
     pub(crate) fn send(to: &str, error: SendError) -> Self {
+        Self::refused(format_args!("cannot send to `{to}`"), error)
+    }
+
+    /// Turns a refused send into a readable error, `action` saying what was attempted.
+    pub(crate) fn refused(action: impl fmt::Display, error: SendError) -> Self {
         match error {
-            SendError::InvalidPath(path) => {
-                Self::msg(format!("cannot send to `{to}`: invalid path `{path}`"))
+            SendError::InvalidPath(path) => Self::msg(format!("{action}: invalid path `{path}`")),
+            SendError::TooLarge(size) => {
+                Self::msg(format!("{action}: message of {size} bytes is too large"))
             }
-            SendError::TooLarge(size) => Self::msg(format!(
-                "cannot send to `{to}`: message of {size} bytes is too large"
-            )),
         }
     }
 

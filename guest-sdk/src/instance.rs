@@ -8,7 +8,8 @@ use crate::behavior::{Behavior, Change, Request};
 use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::message::{Envelope, Message, TERMINATED, decode};
+use crate::message::{Envelope, Message, decode};
+use crate::routing::{Route, route};
 
 /// A started actor and the runtime's bookkeeping around it.
 ///
@@ -74,26 +75,40 @@ impl<A: Actor> Instance<A> {
         self.apply(ctx.take_requests(), Some(env))
     }
 
-    /// Routes an envelope: `mote.terminated` to `terminated`, `A::Msg` to the top behaviour or
-    /// `receive`, any other kind to `unhandled`.
+    /// Routes an envelope (see [`route`]): host messages and ask replies to their hooks,
+    /// `A::Msg` to the top behaviour or `receive`, any other kind to `unhandled`.
     fn dispatch(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
-        if env.kind == TERMINATED {
-            return match &env.sender {
-                Some(who) => self.actor.terminated(ctx, who.clone()),
-                None => {
-                    ctx.warn("ignoring a `mote.terminated` message without a sender");
+        match route(env, A::Msg::KIND) {
+            Route::Terminated(who) => self.actor.terminated(ctx, who),
+            Route::DeadLetter(letter) => self.actor.dead_letter(ctx, letter),
+            Route::AskTimeout(id) => self.actor.ask_timeout(ctx, id),
+            Route::Answer(id) => {
+                self.actor.answered(ctx, id, env.clone())?;
+                if std::mem::take(&mut ctx.handle_as_message) {
+                    self.handle(ctx, env)
+                } else {
                     Ok(())
                 }
-            };
+            }
+            Route::Message | Route::Unhandled => self.handle(ctx, env),
+            Route::Ignore(why) => {
+                ctx.warn(&why);
+                Ok(())
+            }
         }
-        if env.kind == A::Msg::KIND {
-            let msg = decode::<A::Msg>(&env.kind, &env.body)?;
-            return match self.behaviors.last() {
-                Some(behavior) => behavior(&mut self.actor, ctx, msg),
-                None => self.actor.receive(ctx, msg),
-            };
+    }
+
+    /// Handles an envelope as a plain message: `A::Msg` by the top behaviour or `receive`,
+    /// any other kind by `unhandled`.
+    fn handle(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
+        if env.kind != A::Msg::KIND {
+            return self.actor.unhandled(ctx, env.clone());
         }
-        self.actor.unhandled(ctx, env.clone())
+        let msg = decode::<A::Msg>(&env.kind, &env.body)?;
+        match self.behaviors.last() {
+            Some(behavior) => behavior(&mut self.actor, ctx, msg),
+            None => self.actor.receive(ctx, msg),
+        }
     }
 
     /// Applies a hook's requests in call order; `current` is the envelope it handled, if any.
@@ -127,6 +142,8 @@ impl<A: Actor> Instance<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dead_letter::DeadLetter;
+    use crate::message::{ASK_TIMEOUT, DEAD_LETTER, TERMINATED};
     use serde::{Deserialize, Serialize};
 
     /// The test actor's messages.
@@ -152,6 +169,8 @@ mod tests {
         log: Vec<(&'static str, String, u32)>,
         terminated: Vec<Address>,
         others: usize,
+        dead: Vec<DeadLetter>,
+        timeouts: Vec<u64>,
     }
 
     impl Gate {
@@ -208,6 +227,42 @@ mod tests {
             self.terminated.push(who);
             Ok(())
         }
+
+        fn dead_letter(&mut self, _ctx: &mut Context, letter: DeadLetter) -> Result<()> {
+            self.dead.push(letter);
+            Ok(())
+        }
+
+        fn ask_timeout(&mut self, _ctx: &mut Context, id: u64) -> Result<()> {
+            self.timeouts.push(id);
+            Ok(())
+        }
+    }
+
+    /// An actor that takes ask replies itself.
+    #[derive(Default)]
+    struct Asker {
+        /// (ask id, reply kind) for each reply.
+        answers: Vec<(u64, String)>,
+        received: usize,
+    }
+
+    impl Actor for Asker {
+        type Msg = Door;
+
+        fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+            Ok(Self::default())
+        }
+
+        fn receive(&mut self, _ctx: &mut Context, _msg: Door) -> Result<()> {
+            self.received += 1;
+            Ok(())
+        }
+
+        fn answered(&mut self, _ctx: &mut Context, id: u64, reply: Envelope) -> Result<()> {
+            self.answers.push((id, reply.kind));
+            Ok(())
+        }
     }
 
     fn path(address: Option<&Address>) -> String {
@@ -218,6 +273,14 @@ mod tests {
         Some(Address {
             path: path.to_string(),
             incarnation: 1,
+        })
+    }
+
+    /// The address an ask's reply or timeout comes from.
+    fn ask(id: u64) -> Option<Address> {
+        Some(Address {
+            path: format!("/system/ask/{id}"),
+            incarnation: id,
         })
     }
 
@@ -341,5 +404,60 @@ mod tests {
         };
         let gate = Instance::<Gate>::start(b"");
         assert!(gate.and_then(|mut gate| gate.receive(env)).is_err());
+    }
+
+    #[test]
+    fn ask_replies_are_plain_messages_by_default() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        gate.receive(Envelope::of(ask(5), &Door::Item(1))?)?;
+        assert_eq!(
+            gate.stash.len(),
+            1,
+            "the closed gate's receive stashed the reply"
+        );
+        send(&mut gate, "/a", Door::Open)?;
+        assert_eq!(items(&gate), [("open", "/system/ask/5", 1)]);
+        gate.receive(Envelope::of(ask(6), &Door::Item(2))?)?;
+        assert_eq!(items(&gate)[1], ("open", "/system/ask/6", 2));
+        gate.receive(Envelope::of(ask(7), &Other)?)?;
+        assert_eq!(gate.actor.others, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn an_overridden_answered_takes_the_replies() -> Result<()> {
+        let mut asker = Instance::<Asker>::start(b"")?;
+        asker.receive(Envelope::of(ask(5), &Door::Item(1))?)?;
+        asker.receive(Envelope::of(from("/a"), &Door::Item(2))?)?;
+        asker.receive(Envelope::of(ask(6), &Other)?)?;
+        let answers = [(5, "Door".to_string()), (6, "Other".to_string())];
+        assert_eq!(asker.actor.answers, answers);
+        assert_eq!(asker.actor.received, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn timeouts_and_dead_letters_take_their_hooks() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        gate.receive(Envelope {
+            sender: ask(9),
+            kind: ASK_TIMEOUT.to_string(),
+            body: Vec::new(),
+        })?;
+        assert_eq!(gate.actor.timeouts, [9]);
+        let letter = DeadLetter {
+            sender: from("/user/a"),
+            target: "/user/gone".to_string(),
+            kind: "Door".to_string(),
+            body: crate::encode(&Door::Item(3))?,
+        };
+        gate.receive(Envelope {
+            sender: letter.sender.clone(),
+            kind: DEAD_LETTER.to_string(),
+            body: letter.encode(),
+        })?;
+        assert_eq!(gate.actor.dead, [letter]);
+        assert!(items(&gate).is_empty() && gate.stash.is_empty());
+        Ok(())
     }
 }

@@ -4,15 +4,20 @@
 //! An actor is a type implementing [`Actor`]: `start` builds its state from the init bytes,
 //! `receive` handles each message of its [`Message`] type, `unhandled` sees every other kind
 //! and `stopping` runs once at the end; `supervise` has a say over a failed child and
-//! `terminated` hears of watched actors' ends. Every hook gets a [`Context`] to reply, send,
-//! spawn and watch children, stop actors, switch behaviour, stash messages and log.
-//! [`export_actor!`] turns the type into the component's exports (world
-//! `supervising-actor-world`).
+//! `terminated` hears of watched actors' ends, `dead_letter` of undeliverable messages and
+//! `answered` and `ask_timeout` of asks. Every hook gets a [`Context`] to reply, send, spawn
+//! and watch children, stop actors, schedule timers, publish and subscribe, join groups, ask,
+//! switch behaviour, stash messages and log. [`export_actor!`] turns the type into the
+//! component's exports (world `supervising-actor-world`).
 //!
 //! Modules:
-//! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec and [`Envelope`];
+//! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec,
+//!   [`Envelope`] and the host's message kinds;
 //! - [`context`]: [`Context`], the actor's view of the host;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
+//! - [`timers`]: one-shot and periodic timers;
+//! - [`messaging`]: topics, groups and asking;
+//! - [`dead_letter`]: [`DeadLetter`] and its codec;
 //! - [`behavior`]: [`Behavior`], `become_`/`unbecome` and the stash;
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
 //! - [`error`]: [`Error`] and [`Result`];
@@ -38,6 +43,34 @@
 //! case in [`Actor::supervise`]. [`Context::watch`] asks for one message of kind
 //! [`message::TERMINATED`] when an incarnation stops; it reaches [`Actor::terminated`].
 //! A restarted instance learns why from [`Context::restart_cause`] in `start`.
+//!
+//! # Timers
+//!
+//! [`Context::schedule`] sends a message to an address after a delay, and then every period if
+//! one is given; [`Context::schedule_self`] sends it to the actor itself (the usual way to get
+//! a tick). Both return a timer id for [`Context::cancel_timer`]. The scheduling actor is the
+//! sender, and its timers die with it. Durations have millisecond resolution.
+//!
+//! # Topics, groups and dead letters
+//!
+//! [`Context::subscribe`] to a topic to receive every message [`Context::publish`]ed to it
+//! afterwards, with the publisher as sender; `publish` returns how many subscribers it
+//! reached. Actors [`Context::join`] named groups: [`Context::tell_group`] reaches the member
+//! with the shortest mailbox, [`Context::broadcast_group`] all of them. A message that reaches
+//! no actor is a dead letter: subscribers of [`DEAD_LETTERS_TOPIC`] receive each as kind
+//! [`DEAD_LETTER`], which the runtime decodes into a [`DeadLetter`] (original sender, target,
+//! kind and body) for [`Actor::dead_letter`]. A malformed one is logged and ignored.
+//!
+//! # Asking
+//!
+//! [`Context::ask`] sends a request with a deadline and returns an ask id. Exactly one answer
+//! comes back: the reply, from the address `/system/ask/<id>` (path prefix [`ASK_PREFIX`],
+//! incarnation the id), which goes to [`Actor::answered`], or a message of kind
+//! [`ASK_TIMEOUT`] from that same address, which goes to [`Actor::ask_timeout`]. The default
+//! `answered` handles the reply like any other message (by the behaviour or `receive` if its
+//! kind is the actor's `Msg`, else `unhandled`), so a simple actor just sees replies in
+//! `receive`, with `ctx.sender().incarnation` as the ask id; override it to match replies to
+//! asks. The asked actor needs nothing special: it replies to its sender as usual.
 //!
 //! # Example
 //!
@@ -138,6 +171,70 @@
 //! mote_guest::export_actor!(Worker);
 //! # fn main() {}
 //! ```
+//!
+//! A poller that asks its parent, a counter, for its value every second, ten times, with
+//! [`Context::schedule_self`] and [`Context::ask`]:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use mote_guest::{Actor, Context, Envelope, Result};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! pub enum Poll {
+//!     Tick,
+//! }
+//!
+//! #[derive(Serialize, Deserialize)]
+//! pub enum Counter {
+//!     Add(u64),
+//!     Get,
+//!     Value(u64),
+//! }
+//! mote_guest::message!(Poll, Counter);
+//!
+//! struct Poller {
+//!     timer: u64,
+//!     ticks: u32,
+//! }
+//!
+//! impl Actor for Poller {
+//!     type Msg = Poll;
+//!
+//!     fn start(ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+//!         let second = Duration::from_secs(1);
+//!         let timer = ctx.schedule_self(&Poll::Tick, second, Some(second))?;
+//!         Ok(Self { timer, ticks: 0 })
+//!     }
+//!
+//!     fn receive(&mut self, ctx: &mut Context, Poll::Tick: Poll) -> Result<()> {
+//!         self.ticks += 1;
+//!         if self.ticks == 10 {
+//!             ctx.cancel_timer(self.timer);
+//!         }
+//!         if let Some(parent) = ctx.parent() {
+//!             ctx.ask(&parent, &Counter::Get, Duration::from_millis(200))?;
+//!         }
+//!         Ok(())
+//!     }
+//!
+//!     fn answered(&mut self, ctx: &mut Context, id: u64, reply: Envelope) -> Result<()> {
+//!         if let Ok(Counter::Value(value)) = reply.decode::<Counter>() {
+//!             ctx.info(&format!("ask {id}: the count is {value}"));
+//!         }
+//!         Ok(())
+//!     }
+//!
+//!     fn ask_timeout(&mut self, ctx: &mut Context, id: u64) -> Result<()> {
+//!         ctx.warn(&format!("ask {id}: no answer in time"));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! mote_guest::export_actor!(Poller);
+//! # fn main() {}
+//! ```
 
 #![warn(missing_docs)]
 
@@ -146,11 +243,15 @@ pub mod behavior;
 #[allow(missing_docs)]
 pub mod bindings;
 pub mod context;
+pub mod dead_letter;
 pub mod error;
 mod instance;
 pub mod message;
+pub mod messaging;
+mod routing;
 mod runtime;
 pub mod supervision;
+pub mod timers;
 
 pub use actor::Actor;
 pub use behavior::Behavior;
@@ -158,8 +259,12 @@ pub use bindings::mote::actor::types::{
     Address, Directive, LogLevel, Scope, SendError, SpawnError, SpawnOptions, StopReason, Strategy,
 };
 pub use context::Context;
+pub use dead_letter::DeadLetter;
 pub use error::{Error, Result};
-pub use message::{Envelope, Message, decode, encode};
+pub use message::{
+    ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Envelope, Message, TERMINATED, decode, encode,
+};
+pub use messaging::DEAD_LETTERS_TOPIC;
 /// The serde version message types must derive against.
 pub use serde;
 

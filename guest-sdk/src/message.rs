@@ -16,6 +16,22 @@ pub trait Message: serde::Serialize + serde::de::DeserializeOwned {
 /// [`Actor::terminated`](crate::Actor::terminated). Every host-originated kind starts `mote.`.
 pub const TERMINATED: &str = "mote.terminated";
 
+/// The kind of a dead letter as the host hands it to subscribers of
+/// [`DEAD_LETTERS_TOPIC`](crate::messaging::DEAD_LETTERS_TOPIC): its sender is the original
+/// sender and its body a [`DeadLetter`](crate::DeadLetter) encoding. The runtime routes it to
+/// [`Actor::dead_letter`](crate::Actor::dead_letter).
+pub const DEAD_LETTER: &str = "mote.deadletter";
+
+/// The kind of the message the host sends when an ask's deadline passes before its reply; its
+/// sender is the ask's address (see [`ASK_PREFIX`]). The runtime routes it to
+/// [`Actor::ask_timeout`](crate::Actor::ask_timeout).
+pub const ASK_TIMEOUT: &str = "mote.ask-timeout";
+
+/// The path prefix of the sender of an ask's reply or timeout: `/system/ask/<id>`, whose
+/// incarnation is the ask id. The runtime routes such replies to
+/// [`Actor::answered`](crate::Actor::answered).
+pub const ASK_PREFIX: &str = "/system/ask/";
+
 /// Implements [`Message`] for each listed type, with the bare type name as its kind.
 ///
 /// ```

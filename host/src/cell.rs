@@ -412,6 +412,8 @@ impl Cell {
     /// Takes down the old instance (children first) and waits out the backoff. Returns a stop
     /// reason if the actor was stopped meanwhile.
     async fn prepare_restart(&mut self, cause: &str, delay: Duration) -> Option<StopReason> {
+        // The new instance schedules its own timers in `start`; subscriptions and groups stay.
+        self.shared.timers.cancel_owner(&self.me.address);
         self.deferred.clear();
         self.escalated.clear();
         let mut stopped = None;
@@ -500,13 +502,14 @@ impl Cell {
         }
         let shared = self.shared.clone();
         let me = self.me.address.clone();
+        shared.timers.cancel_owner(&me);
+        shared.topics.remove_member(&me);
+        shared.groups.remove_member(&me);
         shared.registry.remove(&me);
         self.mailbox.user.close();
         while let Ok(msg) = self.mailbox.try_next() {
             if let UserMsg::Message(envelope) = msg {
-                shared
-                    .dead_letters
-                    .post(envelope, me.to_string(), DeadLetterReason::Stopped);
+                shared.dead_letter(envelope, me.to_string(), DeadLetterReason::Stopped);
             }
         }
         // After closing, a new watch fails to queue and the watcher is told at once instead.

@@ -3,11 +3,13 @@
 use std::time::Duration;
 
 use crate::address::{ActorPath, Address};
+use crate::ask::Answer;
 use crate::bindings::{self, LogLevel, WitAddress, WitSendError, WitSpawnError};
 use crate::instance::{ActorState, Limits, to_wit_address};
 use crate::mailbox::SystemMsg;
 use crate::message::{Envelope, StopReason};
 use crate::supervisor::{Directive, Scope, Strategy};
+use crate::timers::TimerTarget;
 use crate::{AddressError, SpawnError};
 
 impl bindings::mote::actor::types::Host for ActorState {}
@@ -221,5 +223,96 @@ impl ActorState {
         let address = child.address.clone();
         self.children.insert(name, child);
         Ok(to_wit_address(address))
+    }
+}
+
+impl bindings::mote::actor::timers::Host for ActorState {
+    fn schedule(
+        &mut self,
+        to: WitAddress,
+        kind: String,
+        body: Vec<u8>,
+        delay_ms: u64,
+        period_ms: Option<u64>,
+    ) -> Result<u64, WitSendError> {
+        ActorPath::check(&to.path).map_err(|e| WitSendError::InvalidPath(e.to_string()))?;
+        let envelope = self.envelope(kind, body)?;
+        let target = TimerTarget {
+            path: to.path,
+            incarnation: Some(to.incarnation),
+        };
+        Ok(self.shared.timers.schedule(
+            Some(self.me.clone()),
+            target,
+            envelope,
+            Duration::from_millis(delay_ms),
+            period_ms.map(Duration::from_millis),
+        ))
+    }
+
+    fn cancel(&mut self, id: u64) -> bool {
+        self.shared.timers.cancel(Some(&self.me), id)
+    }
+}
+
+impl bindings::mote::actor::messaging::Host for ActorState {
+    fn subscribe(&mut self, topic: String) {
+        self.shared.topics.join(&topic, &self.me);
+    }
+
+    fn unsubscribe(&mut self, topic: String) {
+        self.shared.topics.leave(&topic, &self.me);
+    }
+
+    fn publish(&mut self, topic: String, kind: String, body: Vec<u8>) -> Result<u32, WitSendError> {
+        let envelope = self.envelope(kind, body)?;
+        Ok(self.shared.publish(&topic, envelope))
+    }
+
+    fn join(&mut self, group: String) {
+        self.shared.groups.join(&group, &self.me);
+    }
+
+    fn leave(&mut self, group: String) {
+        self.shared.groups.leave(&group, &self.me);
+    }
+
+    fn tell_group(
+        &mut self,
+        group: String,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<bool, WitSendError> {
+        let envelope = self.envelope(kind, body)?;
+        Ok(self.shared.tell_group(&group, envelope))
+    }
+
+    fn broadcast_group(
+        &mut self,
+        group: String,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<u32, WitSendError> {
+        let envelope = self.envelope(kind, body)?;
+        Ok(self.shared.broadcast_group(&group, envelope))
+    }
+
+    fn ask(
+        &mut self,
+        to: WitAddress,
+        kind: String,
+        body: Vec<u8>,
+        timeout_ms: u64,
+    ) -> Result<u64, WitSendError> {
+        ActorPath::check(&to.path).map_err(|e| WitSendError::InvalidPath(e.to_string()))?;
+        let envelope = self.envelope(kind, body)?;
+        Ok(self.shared.ask(
+            &to.path,
+            Some(to.incarnation),
+            envelope.kind,
+            envelope.body,
+            Duration::from_millis(timeout_ms),
+            Answer::Actor(self.me.clone()),
+        ))
     }
 }

@@ -22,6 +22,10 @@
 //! - `registry`: live actors by path; sibling names unique.
 //! - [`address`]: paths, names, relative selection.
 //! - [`deadletters`]: undeliverable messages, counted, logged and published.
+//! - `timers`: one driver task firing scheduled messages; cancelled with their actor.
+//! - `pubsub`: named sets of actors, used for topics and for groups.
+//! - [`messaging`]: publish, group sends, dead letters to `/system/deadletters` subscribers.
+//! - [`ask`]: requests with a deadline, answered exactly once.
 //! - `engine`: the shared wasmtime engine and the epoch ticker that preempts guests.
 //! - [`config`]: `HostConfig`, one knob per method.
 //! - [`manifest`]: the TOML deployment manifest read by `mote run`.
@@ -39,6 +43,7 @@
 //! ```
 
 pub mod address;
+pub mod ask;
 mod bindings;
 mod cell;
 pub mod config;
@@ -52,15 +57,20 @@ mod instance;
 mod mailbox;
 pub mod manifest;
 mod message;
+pub mod messaging;
 mod module;
+mod pubsub;
 mod registry;
 pub mod supervisor;
 pub mod system;
+mod timers;
 
 pub use address::{ActorPath, Address};
+pub use ask::{ASK_TIMEOUT_KIND, AskError};
 pub use config::HostConfig;
 pub use deadletters::{DeadLetter, DeadLetterReason};
 pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
 pub use message::{Envelope, StopReason};
+pub use messaging::DEAD_LETTER_KIND;
 pub use supervisor::{Directive, Scope, Strategy};
 pub use system::{ActorInfo, ActorSystem, Probe, SpawnOptions, SupervisionEvent, TERMINATED_KIND};

@@ -162,7 +162,8 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+/// Decodes hex digits (whitespace ignored); `None` if they are not hex.
+pub fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     let hex: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
     if !hex.len().is_multiple_of(2) {
         return None;

@@ -13,6 +13,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 use crate::address::{ActorPath, Address};
+use crate::ask::{Answer, AskError};
 use crate::cell::{self, CellSpec};
 use crate::config::HostConfig;
 use crate::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason, DeadLetters};
@@ -22,8 +23,10 @@ use crate::instance::{self, Limits};
 use crate::mailbox::{self, ActorRef, Refused, SystemMsg, UserMsg};
 use crate::message::{Envelope, StopReason};
 use crate::module::Modules;
+use crate::pubsub::Directory;
 use crate::registry::Registry;
 use crate::supervisor::{Directive, Supervisor};
+use crate::timers::{TimerTarget, Timers};
 
 /// The kind of the message a watcher receives when a watched incarnation has terminated.
 pub const TERMINATED_KIND: &str = "mote.terminated";
@@ -57,7 +60,12 @@ pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) dead_letters: DeadLetters,
     pub(crate) runtime: tokio::runtime::Handle,
-    next_incarnation: AtomicU64,
+    pub(crate) next_incarnation: AtomicU64,
+    pub(crate) timers: Arc<Timers>,
+    pub(crate) topics: Directory,
+    pub(crate) groups: Directory,
+    /// Replies that reached an ask after it was resolved.
+    pub(crate) late_replies: AtomicU64,
     shutting_down: AtomicBool,
     /// The children of the `/user` guardian.
     top_level: Mutex<HashMap<ActorPath, ActorRef>>,
@@ -119,24 +127,24 @@ impl Shared {
         }
     }
 
-    /// Tells `watcher` that `target` has terminated, bypassing its mailbox capacity.
+    /// Tells `watcher` that `target` has terminated.
     pub(crate) fn notify_terminated(&self, watcher: &Address, target: &Address) {
         let envelope = Envelope {
             sender: Some(target.clone()),
             kind: TERMINATED_KIND.to_owned(),
             body: Vec::new(),
         };
-        let refused = self
-            .registry
-            .with(watcher.path.as_str(), |actor| match actor {
-                Some(a) if a.address.incarnation == watcher.incarnation => {
-                    a.tell_host(envelope).err()
-                }
-                _ => Some(Refused::Closed(envelope)),
-            });
+        self.tell_host(watcher, envelope);
+    }
+
+    /// Delivers a host message to one incarnation, bypassing its mailbox capacity.
+    pub(crate) fn tell_host(&self, to: &Address, envelope: Envelope) {
+        let refused = self.registry.with(to.path.as_str(), |actor| match actor {
+            Some(a) if a.address.incarnation == to.incarnation => a.tell_host(envelope).err(),
+            _ => Some(Refused::Closed(envelope)),
+        });
         if let Some(Refused::Closed(envelope) | Refused::Full(envelope)) = refused {
-            self.dead_letters
-                .post(envelope, watcher.to_string(), DeadLetterReason::Stopped);
+            self.dead_letter(envelope, to.to_string(), DeadLetterReason::Stopped);
         }
     }
 
@@ -201,12 +209,12 @@ impl Shared {
     /// letters. The registry lock is held only for the channel push.
     pub(crate) fn tell_address(&self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
         if let Some((envelope, target, reason)) = self.deliver(path, incarnation, envelope) {
-            self.dead_letters.post(envelope, target, reason);
+            self.dead_letter(envelope, target, reason);
         }
     }
 
     /// Queues `envelope`, or gives it back with the dead-letter target and reason.
-    fn deliver(
+    pub(crate) fn deliver(
         &self,
         path: &str,
         incarnation: Option<u64>,
@@ -258,7 +266,7 @@ impl Shared {
                 Err(SendError::MailboxFull { path: target })
             }
             Some((envelope, target, reason)) => {
-                self.dead_letters.post(envelope, target, reason);
+                self.dead_letter(envelope, target, reason);
                 Ok(())
             }
             None => Ok(()),
@@ -297,6 +305,13 @@ fn target(path: &str, incarnation: Option<u64>) -> String {
     }
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Lets the timer driver notice the system is gone and end.
+        self.timers.wake();
+    }
+}
+
 /// Information about one live actor, as shown by `tree`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActorInfo {
@@ -330,6 +345,10 @@ impl ActorSystem {
             dead_letters: DeadLetters::new(),
             runtime,
             next_incarnation: AtomicU64::new(1),
+            timers: Arc::default(),
+            topics: Directory::default(),
+            groups: Directory::default(),
+            late_replies: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             top_level: Mutex::default(),
             top_level_count: watch::channel(0).0,
@@ -338,6 +357,9 @@ impl ActorSystem {
             _ticker: ticker,
             config,
         });
+        shared
+            .runtime
+            .spawn(shared.timers.clone().drive(Arc::downgrade(&shared)));
         Ok(ActorSystem { shared })
     }
 
@@ -471,6 +493,123 @@ impl ActorSystem {
         self.shared.dead_letters.subscribe()
     }
 
+    /// Asks from outside: sends the request with a fresh `/system/ask/<id>` sender and waits for
+    /// the first reply, at most `timeout`.
+    pub async fn ask(
+        &self,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Envelope, AskError> {
+        let path = ActorPath::parse(to).map_err(SendError::from)?;
+        let limit = self.shared.config.max_message_bytes;
+        if body.len() > limit {
+            return Err(SendError::TooLarge {
+                size: body.len(),
+                limit,
+            }
+            .into());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.shared.ask(
+            path.as_str(),
+            None,
+            kind.to_owned(),
+            body,
+            timeout,
+            Answer::Outside(tx),
+        );
+        rx.await.unwrap_or(Err(AskError::Timeout(timeout)))
+    }
+
+    /// Replies that arrived after their ask had been answered or had timed out (dropped).
+    pub fn late_replies(&self) -> u64 {
+        self.shared.late_replies.load(Ordering::Relaxed)
+    }
+
+    /// Publishes from outside (no sender) to every subscriber of `topic`; returns how many.
+    pub fn publish(&self, topic: &str, kind: &str, body: Vec<u8>) -> u32 {
+        self.shared.publish(
+            topic,
+            Envelope {
+                sender: None,
+                kind: kind.to_owned(),
+                body,
+            },
+        )
+    }
+
+    /// Subscribes a fresh probe (`/system/sub-<n>`) to `topic`: its `recv` yields the topic's
+    /// messages in publish order. Dropping it unsubscribes.
+    pub fn subscribe(&self, topic: &str) -> Result<Probe, SpawnError> {
+        let n = self.shared.next_incarnation.load(Ordering::Relaxed);
+        let probe = self.probe(&format!("sub-{n}"))?;
+        self.shared.topics.join(topic, probe.address());
+        Ok(probe)
+    }
+
+    /// Sends from outside to the member of `group` with the shortest mailbox; false if the group
+    /// has no live member.
+    pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
+        self.shared.tell_group(
+            group,
+            Envelope {
+                sender: None,
+                kind: kind.to_owned(),
+                body,
+            },
+        )
+    }
+
+    /// Sends from outside to every member of `group`; returns how many it reached.
+    pub fn broadcast_group(&self, group: &str, kind: &str, body: Vec<u8>) -> u32 {
+        self.shared.broadcast_group(
+            group,
+            Envelope {
+                sender: None,
+                kind: kind.to_owned(),
+                body,
+            },
+        )
+    }
+
+    /// Schedules a message from outside (no sender) to `to` after `delay`, then every `period`;
+    /// returns the timer id for [`ActorSystem::cancel_timer`].
+    pub fn schedule(
+        &self,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+        delay: Duration,
+        period: Option<Duration>,
+    ) -> Result<u64, SendError> {
+        ActorPath::check(to)?;
+        let envelope = Envelope {
+            sender: None,
+            kind: kind.to_owned(),
+            body,
+        };
+        let target = TimerTarget {
+            path: to.to_owned(),
+            incarnation: None,
+        };
+        Ok(self
+            .shared
+            .timers
+            .schedule(None, target, envelope, delay, period))
+    }
+
+    /// Cancels a timer scheduled with [`ActorSystem::schedule`]; false if it is gone.
+    pub fn cancel_timer(&self, id: u64) -> bool {
+        self.shared.timers.cancel(None, id)
+    }
+
+    /// Timers pending in the system.
+    pub fn pending_timers(&self) -> usize {
+        self.shared.timers.pending()
+    }
+
     /// A stream of supervision decisions from now on: which actor failed, why, and what was done.
     pub fn subscribe_supervision(&self) -> broadcast::Receiver<SupervisionEvent> {
         self.shared.supervision.subscribe()
@@ -580,6 +719,20 @@ impl Probe {
     pub fn tell(&self, to: &str, kind: &str, body: Vec<u8>) -> Result<(), SendError> {
         self.shared
             .tell_outside(Some(self.address.clone()), to, kind, body)
+    }
+}
+
+impl Probe {
+    /// Sends to the least-loaded member of `group`, with this probe as the sender.
+    pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
+        self.shared.tell_group(
+            group,
+            Envelope {
+                sender: Some(self.address.clone()),
+                kind: kind.to_owned(),
+                body,
+            },
+        )
     }
 }
 

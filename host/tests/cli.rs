@@ -122,3 +122,105 @@ fn demo_runs_ping_pong_and_a_tree() {
         "{stdout}"
     );
 }
+
+/// Kills the host when the test ends, however it ends.
+struct Host(std::process::Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn send_ask_and_tree_talk_to_a_running_host() {
+    let dir = scratch("control");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "counter.toml",
+        &format!(
+            "[[module]]\nname = \"counter\"\npath = {:?}\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"counter\"\ninit = \"10\"\n",
+            example("counter")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = Host(
+        Command::new(env!("CARGO_BIN_EXE_mote"))
+            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start mote run"),
+    );
+    // The host is up once `tree` answers; until then the socket does not exist.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let tree = loop {
+        let out = mote(&["tree", "--control", socket_arg]);
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "host did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        tree.contains("/user/c #") && tree.contains("counter mailbox="),
+        "{tree}"
+    );
+
+    // Counter::Add(5) is postcard [0, 5]; Counter::Get is [1]; the reply Value(15) is [2, 15].
+    let out = mote(&[
+        "send",
+        "/user/c",
+        "Counter",
+        "--hex",
+        "0005",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = mote(&[
+        "ask",
+        "/user/c",
+        "Counter",
+        "--hex",
+        "01",
+        "--control",
+        socket_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("reply from /user/c#") && stdout.contains("kind=Counter body=020f"),
+        "{stdout}"
+    );
+
+    // Errors are one line: an unknown path times out, a bad path is refused.
+    let line = one_line_error(&mote(&[
+        "ask",
+        "/user/none",
+        "X",
+        "--timeout-ms",
+        "100",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("no reply within"), "{line}");
+    let line = one_line_error(&mote(&["send", "user/c", "X", "--control", socket_arg]));
+    assert!(line.contains("not absolute"), "{line}");
+    let line = one_line_error(&mote(&[
+        "tree",
+        "--control",
+        dir.join("none.sock").to_str().unwrap(),
+    ]));
+    assert!(line.contains("no host listening"), "{line}");
+}

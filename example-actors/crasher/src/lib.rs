@@ -1,9 +1,11 @@
 //! Crasher: misbehaves on demand, to test how the host contains a failing actor.
 //!
-//! Init: `[fail-start] [R]` (`R` is the first word, or the second after `fail-start`). With
-//! `fail-start` its `start` fails with "start refused"; otherwise `R` (if given) receives a
-//! `stopped` report when it stops (value: 0 normal, 1 failure, 2 parent failure, 3 shutdown). A restarted instance logs its restart cause and reports
-//! `restarted` (value 0) to `R` in `start`, before a `fail-start` failure. Each `Crash` message
+//! Init: `[fail-start] [group:<name>]... [R]`, in any order: `R` is the first word that is
+//! neither `fail-start` nor `group:<name>`. With `fail-start` its `start` fails with "start
+//! refused"; otherwise it joins each group `<name>` and `R` (if given) receives a `stopped`
+//! report when it stops (value: 0 normal, 1 failure, 2 parent failure, 3 shutdown). A restarted
+//! instance logs its restart cause and reports `restarted` (value 0) to `R` in `start`, before
+//! a `fail-start` failure, and joins its groups again. Each `Crash` message
 //! picks a failure: a panic, an `unreachable` trap, an error, an endless loop, a memory bomb
 //! or a stack overflow; `Echo(n)` replies `Echo(n)` to show it is still alive and `Bump` adds
 //! one to a count kept in its state and replies `Echo(count)`, showing whether state survived.
@@ -43,8 +45,18 @@ impl Actor for Crasher {
 
     fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
         let words = init_words(init);
-        let fail_start = words.first() == Some(&"fail-start");
-        let report_to = words.get(usize::from(fail_start)).map(|w| w.to_string());
+        let fail_start = words.contains(&"fail-start");
+        let groups: Vec<&str> = words
+            .iter()
+            .filter_map(|w| w.strip_prefix("group:"))
+            .collect();
+        let report_to = words
+            .iter()
+            .find(|w| **w != "fail-start" && !w.starts_with("group:"))
+            .map(|w| w.to_string());
+        if groups.contains(&"") {
+            return Err(Error::msg("init word `group:` names no group"));
+        }
         if let Some(cause) = ctx.restart_cause() {
             ctx.info(&format!("crasher restarted after: {cause}"));
             if let Err(e) = report(ctx, report_to.as_deref(), "restarted", 0) {
@@ -53,6 +65,9 @@ impl Actor for Crasher {
         }
         if fail_start {
             return Err(Error::msg("start refused"));
+        }
+        for group in groups {
+            ctx.join(group);
         }
         Ok(Self {
             report_to,

@@ -112,7 +112,69 @@ pub enum Gate {
     Item(u32),
 }
 
-mote_guest::message!(PingPong, Counter, Seq, Report, Crash, Relay, Watch, Gate);
+/// Orders for the ticker actor, and the `Fired` message its timers deliver.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Timer {
+    /// Fires `Fired { tag }` at the ticker once, after `delay_ms`.
+    Once {
+        /// Milliseconds before it fires.
+        delay_ms: u64,
+        /// Names the timer and its `Fired` message.
+        tag: u32,
+    },
+    /// Fires `Fired { tag }` at the ticker every `period_ms`, the first after one period.
+    Every {
+        /// Milliseconds between firings.
+        period_ms: u64,
+        /// Names the timer and its `Fired` messages.
+        tag: u32,
+    },
+    /// Cancels the timer `tag`.
+    Cancel {
+        /// The timer to cancel.
+        tag: u32,
+    },
+    /// A timer `tag` fired.
+    Fired {
+        /// The timer that fired.
+        tag: u32,
+    },
+    /// Sends a `tick` report to the sender every `period_ms`, the first after one period.
+    EveryToSender {
+        /// Milliseconds between reports.
+        period_ms: u64,
+        /// Names the timer; the value of its reports.
+        tag: u32,
+    },
+    /// Sends `Fired { tag }` to the sender once, after `delay_ms` (a late reply to an ask).
+    ReplyAfter {
+        /// Milliseconds before the reply.
+        delay_ms: u64,
+        /// Names the timer and its `Fired` reply.
+        tag: u32,
+    },
+}
+
+/// Orders for the asker actor.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Asking {
+    /// Asks the incarnation `incarnation` at `path`, with a deadline of `timeout_ms`: a counter
+    /// for its value (`get`), else a ticker for a reply after three times the deadline.
+    Ask {
+        /// The asked actor's path.
+        path: String,
+        /// The asked actor's incarnation.
+        incarnation: u64,
+        /// Milliseconds to wait for the reply.
+        timeout_ms: u64,
+        /// `Counter::Get` if true, else `Timer::ReplyAfter`.
+        get: bool,
+    },
+}
+
+mote_guest::message!(
+    PingPong, Counter, Seq, Report, Crash, Relay, Watch, Gate, Timer, Asking
+);
 
 /// Splits init bytes, UTF-8 text, into whitespace-separated words (invalid UTF-8 gives none).
 pub fn init_words(init: &[u8]) -> Vec<&str> {
@@ -168,6 +230,8 @@ mod tests {
         assert_eq!(Report::KIND, "Report");
         assert_eq!(Watch::KIND, "Watch");
         assert_eq!(Gate::KIND, "Gate");
+        assert_eq!(Timer::KIND, "Timer");
+        assert_eq!(Asking::KIND, "Asking");
     }
 
     #[test]
@@ -180,6 +244,23 @@ mod tests {
         };
         assert_eq!(mote_guest::encode(&watch)?, [1, 2, b'/', b'a', 2]);
         assert_eq!(mote_guest::encode(&Gate::Item(5))?, [2, 5]);
+        let once = Timer::Once {
+            delay_ms: 300,
+            tag: 1,
+        };
+        assert_eq!(mote_guest::encode(&once)?, [0, 0xac, 0x02, 1]);
+        let late = Timer::ReplyAfter {
+            delay_ms: 3,
+            tag: 7,
+        };
+        assert_eq!(mote_guest::encode(&late)?, [5, 3, 7]);
+        let ask = Asking::Ask {
+            path: "/a".to_string(),
+            incarnation: 2,
+            timeout_ms: 50,
+            get: true,
+        };
+        assert_eq!(mote_guest::encode(&ask)?, [0, 2, b'/', b'a', 2, 50, 1]);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The `mote` command line: parses arguments, sets up logging and a runtime, and hands over to a
 //! subcommand. Errors are printed as one line with their cause chain.
 
+mod control;
 mod demo;
 mod run;
 
@@ -31,9 +32,136 @@ enum Command {
     Run {
         /// The manifest file.
         manifest: PathBuf,
+        /// The control socket for `mote send/ask/tree`.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Send a message to an actor of a running host.
+    Send {
+        /// The target path, e.g. /user/counter.
+        to: String,
+        /// The message kind.
+        kind: String,
+        #[command(flatten)]
+        body: Body,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Ask an actor of a running host and print its reply.
+    Ask {
+        /// The target path.
+        to: String,
+        /// The message kind.
+        kind: String,
+        #[command(flatten)]
+        body: Body,
+        /// How long to wait for the reply.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Print the live actor tree of a running host, with modules and mailbox depths.
+    Tree {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
     },
     /// Run the built-in demo: ping-pong and a small tree of actors, printing what happens.
     Demo,
+}
+
+/// A message body given on the command line.
+#[derive(clap::Args)]
+struct Body {
+    /// The body as hex bytes.
+    #[arg(long, conflicts_with = "text")]
+    hex: Option<String>,
+    /// The body as UTF-8 text.
+    #[arg(long)]
+    text: Option<String>,
+}
+
+impl Body {
+    fn hex(&self) -> anyhow::Result<String> {
+        Ok(match (&self.hex, &self.text) {
+            (Some(hex), _) => control::to_hex(&control::from_hex(hex)?),
+            (None, Some(text)) => control::to_hex(text.as_bytes()),
+            (None, None) => String::new(),
+        })
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run { manifest, control } => run::run(&manifest, control).await,
+        Command::Demo => demo::demo().await,
+        Command::Send {
+            to,
+            kind,
+            body,
+            control,
+        } => {
+            let body = body.hex()?;
+            control::request(&control, &control::Request::Send { to, kind, body })
+                .await
+                .map(drop)
+        }
+        Command::Ask {
+            to,
+            kind,
+            body,
+            timeout_ms,
+            control,
+        } => {
+            let body = body.hex()?;
+            let request = control::Request::Ask {
+                to,
+                kind,
+                body,
+                timeout_ms,
+            };
+            let response = control::request(&control, &request).await?;
+            if let Some(reply) = response.reply {
+                print_reply(&reply)?;
+            }
+            Ok(())
+        }
+        Command::Tree { control } => {
+            let response = control::request(&control, &control::Request::Tree).await?;
+            for node in response.actors.unwrap_or_default() {
+                let depth = node.path.matches('/').count().saturating_sub(1);
+                println!(
+                    "{:indent$}{} #{} {} mailbox={}",
+                    "",
+                    node.path,
+                    node.incarnation,
+                    node.module.as_deref().unwrap_or("-"),
+                    node.mailbox_depth,
+                    indent = depth * 2
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
+    let bytes = control::from_hex(&reply.body)?;
+    let text = std::str::from_utf8(&bytes)
+        .ok()
+        .filter(|t| t.chars().all(|c| !c.is_control()))
+        .map(|t| format!(" text={t:?}"))
+        .unwrap_or_default();
+    println!(
+        "reply from {} kind={} body={}{text}",
+        reply.sender.as_deref().unwrap_or("-"),
+        reply.kind,
+        reply.body
+    );
+    Ok(())
 }
 
 /// Runs the CLI and turns any error into one line on stderr and exit code 1.
@@ -43,6 +171,7 @@ pub fn main() -> ExitCode {
     let default_filter = match cli.command {
         Command::Demo => "info,mote::guest=debug",
         Command::Run { .. } => "info",
+        _ => "warn",
     };
     let filter = cli
         .log
@@ -59,14 +188,10 @@ pub fn main() -> ExitCode {
     if let Some(n) = cli.threads {
         runtime.worker_threads(n.max(1));
     }
-    let result = runtime.build().map_err(anyhow::Error::from).and_then(|rt| {
-        rt.block_on(async {
-            match cli.command {
-                Command::Run { manifest } => run::run(&manifest).await,
-                Command::Demo => demo::demo().await,
-            }
-        })
-    });
+    let result = runtime
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(async { dispatch(cli.command).await }));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,14 +1,15 @@
 //! `mote run <manifest>`: deploy, spawn, run until Ctrl-C or until all top-level actors stop.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use mote_host::manifest::Manifest;
 use mote_host::{ActorSystem, HostConfig};
 
-pub(crate) async fn run(manifest: &Path) -> anyhow::Result<()> {
+pub(crate) async fn run(manifest: &Path, control: PathBuf) -> anyhow::Result<()> {
     let manifest = Manifest::load(manifest)?;
-    let system = ActorSystem::new(HostConfig::new())?;
+    let system = Arc::new(ActorSystem::new(HostConfig::new())?);
     for module in &manifest.modules {
         system.deploy_file(&module.name, &module.path)?;
     }
@@ -18,12 +19,26 @@ pub(crate) async fn run(manifest: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("cannot spawn {}", actor.path))?;
     }
     tracing::info!(actors = manifest.actors.len(), "running; Ctrl-C stops");
+    let server = tokio::spawn(super::control::serve(system.clone(), control.clone()));
     tokio::select! {
         _ = system.user_actors_stopped() => tracing::info!("all top-level actors stopped"),
         _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: shutting down"),
+        _ = terminated() => tracing::info!("SIGTERM: shutting down"),
     }
+    server.abort();
+    let _ = std::fs::remove_file(&control);
     if let Err(alive) = system.shutdown().await {
         anyhow::bail!("shutdown timed out; still running: {}", alive.join(", "));
     }
     Ok(())
+}
+
+/// Resolves on SIGTERM (what `kill` and service managers send).
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
 }

@@ -1,0 +1,122 @@
+//! Asking with a deadline: a request whose reply, or else a timeout, comes back exactly once.
+//!
+//! Each ask registers a short-lived endpoint `/system/ask/<id>` (incarnation = id) as the
+//! request's sender, so the receiver simply replies. A task waits for the first reply or the
+//! deadline, whichever comes first, then removes the endpoint: anything that arrives later is a
+//! dead letter, counted as a late reply, and never reaches the asker.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::address::{ActorPath, Address};
+use crate::deadletters::DeadLetterReason;
+use crate::error::SendError;
+use crate::mailbox::{self, UserMsg};
+use crate::message::Envelope;
+use crate::system::Shared;
+
+/// Paths of ask endpoints start with this.
+pub const ASK_PREFIX: &str = "/system/ask/";
+/// The kind of the message an asking actor receives when its deadline passed first.
+pub const ASK_TIMEOUT_KIND: &str = "mote.ask-timeout";
+
+/// An ask from outside that did not get its reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// No reply within the deadline.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The request could not be sent.
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
+
+/// Where the outcome of an ask goes.
+pub(crate) enum Answer {
+    /// To an asking actor, as a message.
+    Actor(Address),
+    /// To a caller outside the system.
+    Outside(oneshot::Sender<Result<Envelope, AskError>>),
+}
+
+impl Shared {
+    /// Sends `kind`/`body` to `to` from a fresh ask endpoint and resolves `answer` exactly once.
+    pub(crate) fn ask(
+        self: &Arc<Self>,
+        to: &str,
+        incarnation: Option<u64>,
+        kind: String,
+        body: Vec<u8>,
+        timeout: Duration,
+        answer: Answer,
+    ) -> u64 {
+        let id = self.next_incarnation.fetch_add(1, Ordering::Relaxed);
+        let path = ActorPath::system_root()
+            .child("ask")
+            .and_then(|p| p.child(&id.to_string()));
+        let Ok(path) = path else {
+            unreachable_path(id);
+            return id;
+        };
+        let address = Address {
+            path,
+            incarnation: id,
+        };
+        let (mut handle, mut mailbox) = mailbox::mailbox(address.clone(), None, usize::MAX);
+        handle.system = None;
+        if self.registry.insert(handle).is_err() {
+            unreachable_path(id);
+            return id;
+        }
+        self.tell_address(
+            to,
+            incarnation,
+            Envelope {
+                sender: Some(address.clone()),
+                kind,
+                body,
+            },
+        );
+        let shared = self.clone();
+        self.runtime.spawn(async move {
+            let outcome = tokio::time::timeout(timeout, mailbox.next()).await;
+            shared.registry.remove(&address);
+            mailbox.user.close();
+            while let Ok(UserMsg::Message(late)) = mailbox.try_next() {
+                shared.dead_letter(late, address.to_string(), DeadLetterReason::Stopped);
+            }
+            let reply = match outcome {
+                Ok(Some(UserMsg::Message(reply))) => Some(reply),
+                _ => None,
+            };
+            match answer {
+                Answer::Outside(tx) => {
+                    let _ = tx.send(reply.ok_or(AskError::Timeout(timeout)));
+                }
+                Answer::Actor(asker) => {
+                    let envelope = match reply {
+                        Some(reply) => Envelope {
+                            sender: Some(address),
+                            kind: reply.kind,
+                            body: reply.body,
+                        },
+                        None => Envelope {
+                            sender: Some(address),
+                            kind: ASK_TIMEOUT_KIND.to_owned(),
+                            body: Vec::new(),
+                        },
+                    };
+                    shared.tell_host(&asker, envelope);
+                }
+            }
+        });
+        id
+    }
+}
+
+fn unreachable_path(id: u64) {
+    tracing::error!(id, "could not register an ask endpoint");
+}
