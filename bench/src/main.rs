@@ -340,12 +340,21 @@ async fn timers(args: &Args) -> anyhow::Result<()> {
     let n = 100_000u64;
     let system = system(args, &[])?;
     let mut probe = system.probe("bench")?;
+    // Arrivals are stamped by their own task, so scheduling does not delay the measurement.
+    let consumer = tokio::spawn(async move {
+        let mut arrivals = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let r: Report = recv_as(&mut probe).await?;
+            arrivals.push((r.value, Instant::now()));
+        }
+        anyhow::Ok(arrivals)
+    });
     let start = Instant::now();
     let mut due = Vec::with_capacity(n as usize);
     for i in 0..n {
         // Spread over one second, deterministically.
         let delay = Duration::from_micros((i * 7919) % 1_000_000);
-        due.push(start + delay);
+        due.push(Instant::now() + delay);
         let body = encode(&Report {
             from: String::new(),
             label: String::new(),
@@ -354,12 +363,12 @@ async fn timers(args: &Args) -> anyhow::Result<()> {
         system.schedule("/system/bench", Report::KIND, body, delay, None)?;
     }
     let scheduling = start.elapsed().as_secs_f64();
-    let mut lateness = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let r: Report = recv_as(&mut probe).await?;
-        let late = Instant::now().saturating_duration_since(due[r.value as usize]);
-        lateness.push(late.as_secs_f64() * 1e3);
-    }
+    let arrivals = consumer.await??;
+    let lateness: Vec<f64> = arrivals
+        .iter()
+        .map(|(i, at)| at.saturating_duration_since(due[*i as usize]).as_secs_f64() * 1e3)
+        .collect();
+    let mut lateness = lateness;
     lateness.sort_by(f64::total_cmp);
     let pct = |p: f64| lateness[((lateness.len() - 1) as f64 * p) as usize];
     println!(
