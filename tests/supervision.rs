@@ -367,8 +367,8 @@ async fn watch_yields_exactly_one_terminated_also_for_the_already_dead() {
     assert_eq!((r.from.as_str(), r.value), ("/user/a", a.incarnation));
     system.stop("/user/b");
     terminated(&system, &b).await;
-    // Watching an incarnation that is already dead: told at once, exactly once.
-    tell(&system, "/user/w", &watch(&a));
+    // Watching an incarnation that is already dead: told at once, exactly once. (Watching it
+    // again after that Terminated arrived is a new watch and is told again, as in Akka.)
     tell(&system, "/user/w", &watch(&a));
     let r = report_labelled(&mut probe, "terminated").await;
     assert_eq!((r.from.as_str(), r.value), ("/user/a", a.incarnation));

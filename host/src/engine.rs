@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::arena::{Memories, Stacks};
 use crate::config::HostConfig;
 use crate::error::HostError;
 
@@ -27,6 +28,13 @@ pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
         .memory_guard_size(0)
         .memory_reservation_for_growth(0)
         .memory_init_cow(false);
+    if !config.pooling {
+        // Memories and stacks from shared arenas: a few mappings for any number of actors.
+        wasm.with_host_memory(Arc::new(Memories::new(config.memory_limit)))
+            .with_host_stack(Arc::new(Stacks::new(
+                config.max_wasm_stack + config.async_stack,
+            )));
+    }
     if config.pooling {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(config.pool_size)

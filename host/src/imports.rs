@@ -113,7 +113,7 @@ impl bindings::mote::actor::supervision::Host for ActorState {
                 .mailbox_capacity
                 .map_or(defaults.mailbox_capacity, |n| (n as usize).max(1)),
             memory: options.memory_limit.map_or(defaults.memory, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
+                usize::try_from(n).map_or(defaults.memory, |n| n.min(defaults.memory))
             }),
             cpu_deadline: options
                 .cpu_deadline_ms

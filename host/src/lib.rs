@@ -27,6 +27,7 @@
 //! - [`messaging`]: publish, group sends, dead letters to `/system/deadletters` subscribers.
 //! - [`ask`]: requests with a deadline, answered exactly once.
 //! - `engine`: the shared wasmtime engine and the epoch ticker that preempts guests.
+//! - `arena`: linear memories and fiber stacks carved from a few large mappings.
 //! - [`config`]: `HostConfig`, one knob per method.
 //! - [`manifest`]: the TOML deployment manifest read by `mote run`.
 //! - [`examples`]: paths of the example actors built with this crate (demo, tests, bench).
@@ -43,6 +44,7 @@
 //! ```
 
 pub mod address;
+mod arena;
 pub mod ask;
 mod bindings;
 mod cell;

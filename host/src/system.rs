@@ -47,7 +47,7 @@ pub struct SupervisionEvent {
 pub struct SpawnOptions {
     /// Messages the mailbox holds before sends are refused.
     pub mailbox_capacity: Option<usize>,
-    /// Bytes of linear memory the actor may grow to.
+    /// Bytes of linear memory the actor may grow to (at most the host's `memory_limit`).
     pub memory_limit: Option<usize>,
     /// CPU time one message may take.
     pub cpu_deadline: Option<Duration>,
@@ -404,7 +404,9 @@ impl ActorSystem {
             mailbox_capacity: options
                 .mailbox_capacity
                 .map_or(defaults.mailbox_capacity, |n| n.max(1)),
-            memory: options.memory_limit.unwrap_or(defaults.memory),
+            memory: options
+                .memory_limit
+                .map_or(defaults.memory, |m| m.min(defaults.memory)),
             cpu_deadline: options.cpu_deadline.unwrap_or(defaults.cpu_deadline),
         };
         let path = match name_or_path.strip_prefix("/user/") {
