@@ -10,7 +10,7 @@ use crate::mailbox::SystemMsg;
 use crate::message::{Envelope, StopReason};
 use crate::supervisor::{Directive, Scope, Strategy};
 use crate::timers::TimerTarget;
-use crate::{AddressError, SpawnError};
+use crate::{AddressError, SpawnError, SpawnOptions};
 
 impl bindings::mote::actor::types::Host for ActorState {}
 
@@ -49,7 +49,7 @@ impl bindings::mote::actor::host::Host for ActorState {
         module: String,
         init: Vec<u8>,
     ) -> Result<WitAddress, WitSpawnError> {
-        let limits = self.shared.default_limits();
+        let limits = self.shared.limits_for(&SpawnOptions::default());
         self.spawn_child(name, module, init, limits)
     }
 
@@ -107,18 +107,14 @@ impl bindings::mote::actor::supervision::Host for ActorState {
         init: Vec<u8>,
         options: bindings::WitSpawnOptions,
     ) -> Result<WitAddress, WitSpawnError> {
-        let defaults = self.shared.default_limits();
-        let limits = Limits {
-            mailbox_capacity: options
-                .mailbox_capacity
-                .map_or(defaults.mailbox_capacity, |n| (n as usize).max(1)),
-            memory: options.memory_limit.map_or(defaults.memory, |n| {
-                usize::try_from(n).map_or(defaults.memory, |n| n.min(defaults.memory))
-            }),
-            cpu_deadline: options
-                .cpu_deadline_ms
-                .map_or(defaults.cpu_deadline, Duration::from_millis),
+        let options = SpawnOptions {
+            mailbox_capacity: options.mailbox_capacity.map(|n| n as usize),
+            memory_limit: options
+                .memory_limit
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            cpu_deadline: options.cpu_deadline_ms.map(Duration::from_millis),
         };
+        let limits = self.shared.limits_for(&options);
         self.spawn_child(name, module, init, limits)
     }
 

@@ -118,12 +118,18 @@ impl Shared {
         Ok(handle)
     }
 
-    /// The limits of an actor spawned without options.
-    pub(crate) fn default_limits(&self) -> Limits {
+    /// The limits of an actor spawned with `options`: the host's defaults where they say
+    /// nothing, and never more memory than the host's limit.
+    pub(crate) fn limits_for(&self, options: &SpawnOptions) -> Limits {
+        let config = &self.config;
         Limits {
-            mailbox_capacity: self.config.mailbox_capacity,
-            memory: self.config.memory_limit,
-            cpu_deadline: self.config.cpu_deadline,
+            mailbox_capacity: options
+                .mailbox_capacity
+                .map_or(config.mailbox_capacity, |n| n.max(1)),
+            memory: options
+                .memory_limit
+                .map_or(config.memory_limit, |m| m.min(config.memory_limit)),
+            cpu_deadline: options.cpu_deadline.unwrap_or(config.cpu_deadline),
         }
     }
 
@@ -399,16 +405,7 @@ impl ActorSystem {
         init: &[u8],
         options: SpawnOptions,
     ) -> Result<Address, SpawnError> {
-        let defaults = self.shared.default_limits();
-        let limits = Limits {
-            mailbox_capacity: options
-                .mailbox_capacity
-                .map_or(defaults.mailbox_capacity, |n| n.max(1)),
-            memory: options
-                .memory_limit
-                .map_or(defaults.memory, |m| m.min(defaults.memory)),
-            cpu_deadline: options.cpu_deadline.unwrap_or(defaults.cpu_deadline),
-        };
+        let limits = self.shared.limits_for(&options);
         let path = match name_or_path.strip_prefix("/user/") {
             Some(name) => ActorPath::user_root().child(name),
             None if name_or_path.starts_with('/') => Err(AddressError::InvalidPath(

@@ -121,6 +121,10 @@ fn demo_runs_ping_pong_and_a_tree() {
         stdout.contains("report from /user/tree: stopped"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("report from /user/sup/c0: restarted"),
+        "{stdout}"
+    );
 }
 
 /// Kills the host when the test ends, however it ends.

@@ -21,6 +21,12 @@ enum Relay {
     Collect,
 }
 
+/// Mirror of the first variant of the example protocol's `Crash`.
+#[derive(Serialize)]
+enum Crash {
+    Panic,
+}
+
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn next_report(probe: &mut Probe) -> anyhow::Result<Report> {
@@ -52,7 +58,14 @@ fn print_tree(system: &ActorSystem) {
 
 pub(crate) async fn demo() -> anyhow::Result<()> {
     let system = ActorSystem::new(HostConfig::new())?;
-    for name in ["pingpong", "counter", "relay", "tree"] {
+    for name in [
+        "pingpong",
+        "counter",
+        "relay",
+        "tree",
+        "supervisor",
+        "crasher",
+    ] {
         let path = examples::path(name)
             .ok_or_else(|| anyhow!("this build of mote has no example actors"))?;
         system.deploy_file(name, &path)?;
@@ -99,6 +112,36 @@ pub(crate) async fn demo() -> anyhow::Result<()> {
         next_report(&mut probe).await?;
     }
     system.terminated(&tree).await;
+
+    println!(
+        "\n== supervision: /user/sup restarts a child that panics (one-for-one, at most 3 in 10 s)"
+    );
+    system.spawn(
+        "sup",
+        "supervisor",
+        b"one restart 3 10000 2 crasher /system/demo",
+    )?;
+    // Through the supervisor's mailbox: its children answer once it has started them.
+    system.tell(
+        "/user/sup",
+        "Relay",
+        postcard::to_allocvec(&Relay::Broadcast(1))?,
+    )?;
+    for _ in 0..2 {
+        next_report(&mut probe).await?;
+    }
+    let mut decisions = system.subscribe_supervision();
+    system.tell(
+        "/user/sup/c0",
+        "Crash",
+        postcard::to_allocvec(&Crash::Panic)?,
+    )?;
+    let decision = decisions.recv().await?;
+    println!(
+        "  {} failed ({}); its supervisor decided: {:?}",
+        decision.child, decision.error, decision.directive
+    );
+    while next_report(&mut probe).await?.label != "restarted" {}
 
     println!(
         "\nshutting down (dead letters seen: {})",
