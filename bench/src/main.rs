@@ -47,6 +47,7 @@ struct Args {
 const WAIT: Duration = Duration::from_secs(600);
 
 fn main() -> anyhow::Result<()> {
+    mote_host::tune_allocator();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))

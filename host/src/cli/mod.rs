@@ -166,6 +166,7 @@ fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
 
 /// Runs the CLI and turns any error into one line on stderr and exit code 1.
 pub fn main() -> ExitCode {
+    mote_host::tune_allocator();
     let cli = Cli::parse();
     // The demo shows each ball of the ping-pong, which the guests log at debug level.
     let default_filter = match cli.command {
