@@ -32,6 +32,8 @@ struct Slots {
     /// The next never-used slot in the newest chunk, and the end of that chunk.
     next: usize,
     end: usize,
+    /// Every mapping made, unmapped when the last memory or stack of this arena is gone.
+    chunks: Vec<(usize, usize)>,
     what: &'static str,
 }
 
@@ -62,6 +64,7 @@ impl Slots {
             }
             self.next = addr as usize;
             self.end = self.next + len;
+            self.chunks.push((self.next, len));
         }
         let addr = self.next;
         self.next += self.slot;
@@ -78,6 +81,15 @@ impl Slots {
     }
 }
 
+impl Drop for Slots {
+    fn drop(&mut self) {
+        for &(addr, len) in &self.chunks {
+            // SAFETY: every memory and stack holds the arena alive, so none uses a slot now.
+            unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+        }
+    }
+}
+
 /// A shared pool of slots.
 struct Arena(Mutex<Slots>);
 
@@ -88,6 +100,7 @@ impl Arena {
             free: Vec::new(),
             next: 0,
             end: 0,
+            chunks: Vec::new(),
             what,
         })))
     }

@@ -335,7 +335,8 @@ pub struct ActorSystem {
 }
 
 impl ActorSystem {
-    /// Creates a system on the current tokio runtime (multi-threaded recommended).
+    /// Creates a system on the current tokio runtime: multi-threaded, with the time driver
+    /// enabled (`enable_all`), which timers, asks and backoff need.
     pub fn new(config: HostConfig) -> Result<Self, HostError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
         let engine: Engine = build_engine(&config)?;
