@@ -7,8 +7,8 @@
 //! hundred thousand actors take a few hundred mappings, and only touched pages use RAM.
 //!
 //! Invariants:
-//! - A slot handed out is zero-filled: fresh pages are, and a returned slot is `MADV_DONTNEED`ed
-//!   (which also gives its RAM back) before it is reused.
+//! - A slot handed out is zero-filled: fresh pages are, and returned slots are `MADV_DONTNEED`ed
+//!   (which also gives their RAM back) in batches, always before reuse.
 //! - Memories never move and never grow past their slot: the engine is configured with no
 //!   reservation and no guard (`memory_reservation(0)`, `memory_guard_size(0)`), so compiled code
 //!   bounds-checks every access explicitly and needs no guard region.
@@ -24,11 +24,17 @@ use wasmtime::{LinearMemory, MemoryCreator, MemoryType, StackCreator, StackMemor
 const PAGE: usize = 4096;
 /// Slots per mapping: one `mmap` per this many actors.
 const CHUNK_SLOTS: usize = 256;
+/// Returned slots are zeroed in batches of this many: each `madvise` costs every core a TLB
+/// flush, and neighbouring slots merge into one call.
+const FLUSH_AT: usize = 64;
 
 /// A pool of equal, page-aligned slots.
 struct Slots {
     slot: usize,
+    /// Zeroed slots, ready to hand out.
     free: Vec<usize>,
+    /// Returned slots not zeroed yet.
+    dirty: Vec<usize>,
     /// The next never-used slot in the newest chunk, and the end of that chunk.
     next: usize,
     end: usize,
@@ -39,6 +45,9 @@ struct Slots {
 
 impl Slots {
     fn take(&mut self) -> Result<usize, String> {
+        if self.free.is_empty() && !self.dirty.is_empty() {
+            self.flush();
+        }
         if let Some(addr) = self.free.pop() {
             return Ok(addr);
         }
@@ -71,13 +80,29 @@ impl Slots {
         Ok(addr)
     }
 
-    fn give(&mut self, addr: usize, used: usize) {
-        let used = used.next_multiple_of(PAGE).min(self.slot);
-        if used > 0 {
-            // SAFETY: the range lies inside a slot that its owner has just given up.
-            unsafe { libc::madvise(addr as *mut libc::c_void, used, libc::MADV_DONTNEED) };
+    fn give(&mut self, addr: usize) {
+        self.dirty.push(addr);
+        if self.dirty.len() >= FLUSH_AT {
+            self.flush();
         }
-        self.free.push(addr);
+    }
+
+    /// Zeroes every returned slot (and gives its RAM back), merging neighbours into one call.
+    fn flush(&mut self) {
+        self.dirty.sort_unstable();
+        let mut i = 0;
+        while i < self.dirty.len() {
+            let start = self.dirty[i];
+            let mut end = start + self.slot;
+            i += 1;
+            while i < self.dirty.len() && self.dirty[i] == end {
+                end += self.slot;
+                i += 1;
+            }
+            // SAFETY: the range covers slots whose owners have given them up.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+        self.free.append(&mut self.dirty);
     }
 }
 
@@ -98,6 +123,7 @@ impl Arena {
         Arc::new(Arena(Mutex::new(Slots {
             slot: slot.max(PAGE).next_multiple_of(PAGE),
             free: Vec::new(),
+            dirty: Vec::new(),
             next: 0,
             end: 0,
             chunks: Vec::new(),
@@ -189,7 +215,7 @@ unsafe impl LinearMemory for Memory {
 
 impl Drop for Memory {
     fn drop(&mut self) {
-        self.arena.slots().give(self.base, self.size);
+        self.arena.slots().give(self.base);
     }
 }
 
@@ -245,9 +271,7 @@ unsafe impl StackMemory for Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        // A stack's used part is unknown: give all of it back.
-        let len = self.len;
-        self.arena.slots().give(self.base, len);
+        self.arena.slots().give(self.base);
     }
 }
 
@@ -263,11 +287,29 @@ mod tests {
         assert_eq!(b - a, 2 * PAGE);
         // SAFETY: `a` is a slot of this test's arena, two pages long.
         unsafe { *(a as *mut u8).add(PAGE + 7) = 42 };
-        arena.slots().give(a, 2 * PAGE);
+        arena.slots().give(a);
+        // Only a zeroed slot is handed out: the dirty one is flushed first.
         let again = arena.slots().take().unwrap();
         assert_eq!(again, a);
         // SAFETY: as above.
         assert_eq!(unsafe { *(again as *const u8).add(PAGE + 7) }, 0);
+    }
+
+    #[test]
+    fn neighbouring_dirty_slots_are_zeroed_together() {
+        let arena = Arena::new(PAGE, "test");
+        let slots: Vec<usize> = (0..3).map(|_| arena.slots().take().unwrap()).collect();
+        for &slot in &slots {
+            // SAFETY: each is a one-page slot of this test's arena.
+            unsafe { *(slot as *mut u8) = 9 };
+            arena.slots().give(slot);
+        }
+        for _ in 0..3 {
+            let slot = arena.slots().take().unwrap();
+            assert!(slots.contains(&slot));
+            // SAFETY: as above.
+            assert_eq!(unsafe { *(slot as *const u8) }, 0);
+        }
     }
 
     #[test]

@@ -508,7 +508,10 @@ impl Cell {
         shared.registry.remove(&me);
         self.mailbox.user.close();
         while let Ok(msg) = self.mailbox.try_next() {
-            if let UserMsg::Message(envelope) = msg {
+            // A death notice for a watcher that is itself gone informs no one: drop it.
+            if let UserMsg::Message(envelope) = msg
+                && envelope.kind != TERMINATED_KIND
+            {
                 shared.dead_letter(envelope, me.to_string(), DeadLetterReason::Stopped);
             }
         }
