@@ -65,8 +65,7 @@ impl Shared {
             path,
             incarnation: id,
         };
-        let (mut handle, mut mailbox) = mailbox::mailbox(address.clone(), None, usize::MAX);
-        handle.system = None;
+        let (handle, mut mailbox) = mailbox::endpoint(address.clone());
         if self.registry.insert(handle).is_err() {
             unreachable_path(id);
             return id;

@@ -244,7 +244,7 @@ impl Cell {
     }
 
     async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
-        match msg {
+        match self.track_watchers(msg)? {
             SystemMsg::Stop(reason) => Some(Exit::Stop(reason)),
             SystemMsg::ChildTerminated(child) => {
                 self.child_gone(&child);
@@ -262,6 +262,13 @@ impl Cell {
                 }
                 Directive::Resume => None,
             },
+            SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => None,
+        }
+    }
+
+    /// Applies a watch or unwatch to this actor's watchers; gives back any other message.
+    fn track_watchers(&mut self, msg: SystemMsg) -> Option<SystemMsg> {
+        match msg {
             SystemMsg::Watch(watcher) => {
                 self.watchers.insert(watcher);
                 None
@@ -270,6 +277,7 @@ impl Cell {
                 self.watchers.remove(&watcher);
                 None
             }
+            other => Some(other),
         }
     }
 
@@ -382,6 +390,9 @@ impl Cell {
             let Some(msg) = self.mailbox.system.recv().await else {
                 return Verdict::Stop(StopReason::Normal);
             };
+            let Some(msg) = self.track_watchers(msg) else {
+                continue;
+            };
             match msg {
                 SystemMsg::Directive {
                     directive,
@@ -398,13 +409,8 @@ impl Cell {
                 }
                 SystemMsg::Stop(reason) => return Verdict::Stop(reason),
                 SystemMsg::ChildTerminated(child) => self.child_gone(&child),
-                SystemMsg::Watch(w) => {
-                    self.watchers.insert(w);
-                }
-                SystemMsg::Unwatch(w) => {
-                    self.watchers.remove(&w);
-                }
                 failed @ SystemMsg::Failed { .. } => self.deferred.push_back(failed),
+                SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => {}
             }
         }
     }
@@ -437,18 +443,21 @@ impl Cell {
         let sleep = tokio::time::sleep(delay);
         tokio::pin!(sleep);
         loop {
-            tokio::select! {
+            let msg = tokio::select! {
                 _ = &mut sleep => return None,
-                msg = self.mailbox.system.recv() => match msg {
-                    Some(SystemMsg::Stop(reason)) => return Some(reason),
-                    Some(SystemMsg::Directive { directive: Directive::Stop, cause, .. }) => {
-                        return Some(StopReason::Failure(cause));
-                    }
-                    Some(SystemMsg::Watch(w)) => { self.watchers.insert(w); }
-                    Some(SystemMsg::Unwatch(w)) => { self.watchers.remove(&w); }
-                    Some(_) => {}
-                    None => return Some(StopReason::Normal),
-                },
+                msg = self.mailbox.system.recv() => msg,
+            };
+            let Some(msg) = msg else {
+                return Some(StopReason::Normal);
+            };
+            match self.track_watchers(msg) {
+                Some(SystemMsg::Stop(reason)) => return Some(reason),
+                Some(SystemMsg::Directive {
+                    directive: Directive::Stop,
+                    cause,
+                    ..
+                }) => return Some(StopReason::Failure(cause)),
+                _ => {}
             }
         }
     }
@@ -465,7 +474,10 @@ impl Cell {
         }
         let mut stopped = None;
         while !instance.state().children.is_empty() {
-            match self.mailbox.system.recv().await {
+            let Some(msg) = self.mailbox.system.recv().await else {
+                break;
+            };
+            match self.track_watchers(msg) {
                 Some(SystemMsg::ChildTerminated(child)) => {
                     instance.state().children.remove(child.path.name());
                 }
@@ -475,14 +487,7 @@ impl Cell {
                     cause,
                     ..
                 }) => stopped = stopped.or(Some(StopReason::Failure(cause))),
-                Some(SystemMsg::Watch(w)) => {
-                    self.watchers.insert(w);
-                }
-                Some(SystemMsg::Unwatch(w)) => {
-                    self.watchers.remove(&w);
-                }
-                Some(_) => {}
-                None => break,
+                _ => {}
             }
         }
         stopped
@@ -518,15 +523,7 @@ impl Cell {
         // After closing, a new watch fails to queue and the watcher is told at once instead.
         self.mailbox.system.close();
         while let Ok(msg) = self.mailbox.system.try_recv() {
-            match msg {
-                SystemMsg::Watch(w) => {
-                    self.watchers.insert(w);
-                }
-                SystemMsg::Unwatch(w) => {
-                    self.watchers.remove(&w);
-                }
-                _ => {}
-            }
+            self.track_watchers(msg);
         }
         for watcher in self.watchers.drain() {
             shared.notify_terminated(&watcher, &me);

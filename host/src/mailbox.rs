@@ -135,6 +135,13 @@ pub(crate) fn mailbox(
     )
 }
 
+/// An endpoint for host code (a probe, an ask): unbounded user lane, no system lane.
+pub(crate) fn endpoint(address: Address) -> (ActorRef, Mailbox) {
+    let (mut handle, mailbox) = mailbox(address, None, usize::MAX);
+    handle.system = None;
+    (handle, mailbox)
+}
+
 impl ActorRef {
     /// Queues a user message within the mailbox's capacity.
     pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {

@@ -246,14 +246,8 @@ impl Shared {
         })
     }
 
-    /// A send from outside the system: the path is checked and the size limit applies.
-    pub(crate) fn tell_outside(
-        &self,
-        sender: Option<Address>,
-        to: &str,
-        kind: &str,
-        body: Vec<u8>,
-    ) -> Result<(), SendError> {
+    /// Checks a send from outside: an absolute path and a body within the size limit.
+    pub(crate) fn check_outside(&self, to: &str, body: &[u8]) -> Result<ActorPath, SendError> {
         let path = ActorPath::parse(to)?;
         let limit = self.config.max_message_bytes;
         if body.len() > limit {
@@ -262,6 +256,18 @@ impl Shared {
                 limit,
             });
         }
+        Ok(path)
+    }
+
+    /// A send from outside the system: the path is checked and the size limit applies.
+    pub(crate) fn tell_outside(
+        &self,
+        sender: Option<Address>,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+    ) -> Result<(), SendError> {
+        let path = self.check_outside(to, &body)?;
         let envelope = Envelope {
             sender,
             kind: kind.to_owned(),
@@ -502,15 +508,7 @@ impl ActorSystem {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Envelope, AskError> {
-        let path = ActorPath::parse(to).map_err(SendError::from)?;
-        let limit = self.shared.config.max_message_bytes;
-        if body.len() > limit {
-            return Err(SendError::TooLarge {
-                size: body.len(),
-                limit,
-            }
-            .into());
-        }
+        let path = self.shared.check_outside(to, &body)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.shared.ask(
             path.as_str(),
@@ -626,9 +624,7 @@ impl ActorSystem {
             path,
             incarnation: self.shared.next_incarnation.fetch_add(1, Ordering::Relaxed),
         };
-        let (mut handle, mailbox) = mailbox::mailbox(address.clone(), None, usize::MAX);
-        // A probe is not a cell: it takes no system messages.
-        handle.system = None;
+        let (handle, mailbox) = mailbox::endpoint(address.clone());
         self.shared
             .registry
             .insert(handle)
