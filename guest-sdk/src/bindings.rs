@@ -2,7 +2,8 @@
 //! `supervising-actor-world`: `actor-world` plus the `supervisor` export).
 //!
 //! Actors rarely need these directly: [`crate::Context`] wraps the `host`, `supervision`,
-//! `timers` and `messaging` imports and [`crate::export_actor!`] implements the `actor` and `supervisor` exports.
+//! `timers`, `messaging` and `persistence` imports and [`crate::export_actor!`] implements the
+//! `actor` and `supervisor` exports.
 
 wit_bindgen::generate!({
     path: "../wit",

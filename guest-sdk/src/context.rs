@@ -1,9 +1,9 @@
 //! [`Context`]: what a hook may do, wrapping the `host` imports of the WIT contract.
 //!
 //! The `supervision` imports are in [`supervision`](crate::supervision), the `timers` imports
-//! in [`timers`](crate::timers), the `messaging` imports in [`messaging`](crate::messaging) and
-//! behaviour switching and the stash in [`behavior`](crate::behavior), each in its own
-//! `impl Context` block.
+//! in [`timers`](crate::timers), the `messaging` imports in [`messaging`](crate::messaging), the
+//! `persistence` imports in [`persistence`](crate::persistence) and behaviour switching and the
+//! stash in [`behavior`](crate::behavior), each in its own `impl Context` block.
 
 use std::cell::OnceCell;
 

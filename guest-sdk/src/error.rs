@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use crate::bindings::mote::actor::persistence::PersistError;
 use crate::bindings::mote::actor::types::{SendError, SpawnError};
 
 /// Result of actor code; the error defaults to [`Error`].
@@ -11,9 +12,11 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 ///
 /// Any `std::error::Error` converts into it, so `?` works on most fallible calls; plain text
 /// goes through [`Error::msg`]. It deliberately does not implement `std::error::Error` itself,
-/// which is what keeps that blanket conversion coherent.
+/// which is what keeps that blanket conversion coherent. An error from a
+/// [`persistence`](crate::persistence) call also keeps the host's [`PersistError`].
 pub struct Error {
     message: String,
+    persist: Option<PersistError>,
 }
 
 impl Error {
@@ -21,6 +24,7 @@ impl Error {
     pub fn msg(message: impl fmt::Display) -> Self {
         Self {
             message: message.to_string(),
+            persist: None,
         }
     }
 
@@ -29,12 +33,18 @@ impl Error {
     pub fn context(self, context: impl fmt::Display) -> Self {
         Self {
             message: format!("{context}: {}", self.message),
+            ..self
         }
     }
 
     /// The message text.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The host's reason if a persistence call was refused (`None` for any other error).
+    pub fn persist_error(&self) -> Option<&PersistError> {
+        self.persist.as_ref()
     }
 
     /// Turns a refused send into a readable error.
@@ -64,6 +74,24 @@ impl Error {
         Self::msg(format!(
             "cannot spawn `{name}` from module `{module}`: {why}"
         ))
+    }
+
+    /// Turns a refused persistence call into a readable error that keeps the host's reason,
+    /// `action` saying what was attempted.
+    pub(crate) fn persist(action: impl fmt::Display, error: PersistError) -> Self {
+        let why = match &error {
+            PersistError::Unavailable => "the host runs without a database".to_string(),
+            PersistError::TooLarge(size) => format!("{size} bytes is too large"),
+            PersistError::InvalidId(id) => format!("invalid persistence id `{id}`"),
+            PersistError::NotRecovered => {
+                "this actor is not persistent: call `recover` first".to_string()
+            }
+            PersistError::Storage(why) => format!("storage failed: {why}"),
+        };
+        Self {
+            message: format!("{action}: {why}"),
+            persist: Some(error),
+        }
     }
 }
 
@@ -123,5 +151,39 @@ mod tests {
             error.to_string(),
             "cannot spawn `w` from module `counter`: a live child is already named `w`"
         );
+        assert_eq!(error.persist_error(), None);
+    }
+
+    #[test]
+    fn persist_errors_read_well_and_keep_their_reason() {
+        let error = Error::persist("cannot persist an event", PersistError::TooLarge(70_000));
+        assert_eq!(
+            error.to_string(),
+            "cannot persist an event: 70000 bytes is too large"
+        );
+        assert_eq!(error.persist_error(), Some(&PersistError::TooLarge(70_000)));
+        let error = Error::persist("cannot save", PersistError::NotRecovered).context("`Add`");
+        assert_eq!(
+            error.message(),
+            "`Add`: cannot save: this actor is not persistent: call `recover` first"
+        );
+        assert_eq!(error.persist_error(), Some(&PersistError::NotRecovered));
+        let texts = [
+            (
+                PersistError::Unavailable,
+                "x: the host runs without a database",
+            ),
+            (
+                PersistError::InvalidId(String::new()),
+                "x: invalid persistence id ``",
+            ),
+            (
+                PersistError::Storage("disk full".into()),
+                "x: storage failed: disk full",
+            ),
+        ];
+        for (reason, text) in texts {
+            assert_eq!(Error::persist("x", reason).to_string(), text);
+        }
     }
 }

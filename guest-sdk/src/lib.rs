@@ -7,8 +7,9 @@
 //! `terminated` hears of watched actors' ends, `dead_letter` of undeliverable messages and
 //! `answered` and `ask_timeout` of asks. Every hook gets a [`Context`] to reply, send, spawn
 //! and watch children, stop actors, schedule timers, publish and subscribe, join groups, ask,
-//! switch behaviour, stash messages and log. [`export_actor!`] turns the type into the
-//! component's exports (world `supervising-actor-world`).
+//! switch behaviour, stash messages, persist state and events, set durable reminders and log.
+//! [`export_actor!`] turns the type into the component's exports (world
+//! `supervising-actor-world`).
 //!
 //! Modules:
 //! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec,
@@ -17,6 +18,7 @@
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
+//! - [`persistence`]: snapshots, the event journal, [`Recovery`] and durable reminders;
 //! - [`dead_letter`]: [`DeadLetter`] and its codec;
 //! - [`behavior`]: [`Behavior`], `become_`/`unbecome` and the stash;
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
@@ -60,6 +62,22 @@
 //! no actor is a dead letter: subscribers of [`DEAD_LETTERS_TOPIC`] receive each as kind
 //! [`DEAD_LETTER`], which the runtime decodes into a [`DeadLetter`] (original sender, target,
 //! kind and body) for [`Actor::dead_letter`]. A malformed one is logged and ignored.
+//!
+//! # Persistence
+//!
+//! An actor becomes persistent by calling [`Context::recover`] in `start`: it returns a
+//! [`Recovery`], the latest snapshot and the events journaled after it, which
+//! [`Recovery::fold`] turns back into the state ([`Context::recover_snapshot`] when the actor
+//! keeps only snapshots). Then [`Context::persist`] appends an event and
+//! [`Context::save_snapshot`] replaces the snapshot (snapshots and events are serde types,
+//! postcard-encoded); [`Context::delete_events`] drops the events a snapshot covers and
+//! [`Context::delete_state`] everything. The host commits all a hook did, messages sent
+//! included, when it returns, and releases the messages only then; a failed commit fails the
+//! actor, which its supervisor restarts from the last commit. The state is keyed by the
+//! actor's path unless [`Context::set_persistence_id`] chose another id before `recover`.
+//! [`Context::remind`] schedules a message to the actor itself that survives host restarts;
+//! [`Context::in_shutdown`] tells `stopping` the host is going down. A refused call is an
+//! [`Error`] whose [`Error::persist_error`] is the host's [`PersistError`].
 //!
 //! # Asking
 //!
@@ -248,6 +266,7 @@ pub mod error;
 mod instance;
 pub mod message;
 pub mod messaging;
+pub mod persistence;
 mod routing;
 mod runtime;
 pub mod supervision;
@@ -255,6 +274,7 @@ pub mod timers;
 
 pub use actor::Actor;
 pub use behavior::Behavior;
+pub use bindings::mote::actor::persistence::PersistError;
 pub use bindings::mote::actor::types::{
     Address, Directive, LogLevel, Scope, SendError, SpawnError, SpawnOptions, StopReason, Strategy,
 };
@@ -265,6 +285,7 @@ pub use message::{
     ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Envelope, Message, TERMINATED, decode, encode,
 };
 pub use messaging::DEAD_LETTERS_TOPIC;
+pub use persistence::{Events, Recovery};
 /// The serde version message types must derive against.
 pub use serde;
 

@@ -53,13 +53,30 @@ impl Shared {
         timeout: Duration,
         answer: Answer,
     ) -> u64 {
+        match self.ask_endpoint(timeout, answer) {
+            Some(address) => {
+                let id = address.incarnation;
+                self.tell_address(to, incarnation, Envelope::new(Some(address), kind, body));
+                id
+            }
+            None => 0,
+        }
+    }
+
+    /// Opens the endpoint of an ask (the request's sender) and the task that resolves `answer`
+    /// by the first reply or the deadline.
+    pub(crate) fn ask_endpoint(
+        self: &Arc<Self>,
+        timeout: Duration,
+        answer: Answer,
+    ) -> Option<Address> {
         let id = self.next_incarnation.fetch_add(1, Ordering::Relaxed);
         let path = ActorPath::system_root()
             .child("ask")
             .and_then(|p| p.child(&id.to_string()));
         let Ok(path) = path else {
             unreachable_path(id);
-            return id;
+            return None;
         };
         let address = Address {
             path,
@@ -68,17 +85,9 @@ impl Shared {
         let (handle, mut mailbox) = mailbox::endpoint(address.clone());
         if self.registry.insert(handle).is_err() {
             unreachable_path(id);
-            return id;
+            return None;
         }
-        self.tell_address(
-            to,
-            incarnation,
-            Envelope {
-                sender: Some(address.clone()),
-                kind,
-                body,
-            },
-        );
+        let endpoint = address.clone();
         let shared = self.clone();
         self.runtime.spawn(async move {
             let outcome = tokio::time::timeout(timeout, mailbox.next()).await;
@@ -88,7 +97,11 @@ impl Shared {
                 shared.dead_letter(late, address.to_string(), DeadLetterReason::Stopped);
             }
             let reply = match outcome {
-                Ok(Some(UserMsg::Message(reply))) => Some(reply),
+                Ok(Some(UserMsg::Message(mut reply))) => {
+                    // The ask's endpoint is the reply's receiver, and it keeps no durable state.
+                    shared.ack_lazily(reply.receipt.take());
+                    Some(reply)
+                }
                 _ => None,
             };
             match answer {
@@ -97,22 +110,16 @@ impl Shared {
                 }
                 Answer::Actor(asker) => {
                     let envelope = match reply {
-                        Some(reply) => Envelope {
-                            sender: Some(address),
-                            kind: reply.kind,
-                            body: reply.body,
-                        },
-                        None => Envelope {
-                            sender: Some(address),
-                            kind: ASK_TIMEOUT_KIND.to_owned(),
-                            body: Vec::new(),
-                        },
+                        Some(reply) => Envelope::new(Some(address), reply.kind, reply.body),
+                        None => {
+                            Envelope::new(Some(address), ASK_TIMEOUT_KIND.to_owned(), Vec::new())
+                        }
                     };
                     shared.tell_host(&asker, envelope);
                 }
             }
         });
-        id
+        Some(endpoint)
     }
 }
 

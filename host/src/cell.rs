@@ -28,7 +28,7 @@ use crate::address::Address;
 use crate::deadletters::DeadLetterReason;
 use crate::instance::{ActorInstance, ActorState, Failure, Limits};
 use crate::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
-use crate::message::StopReason;
+use crate::message::{Receipt, StopReason};
 use crate::module::Module;
 use crate::supervisor::{Directive, Scope};
 use crate::system::{Shared, TERMINATED_KIND};
@@ -42,6 +42,8 @@ pub(crate) struct CellSpec {
     pub(crate) init: Vec<u8>,
     pub(crate) mailbox: Mailbox,
     pub(crate) limits: Limits,
+    /// An entity passivates after this long without a message.
+    pub(crate) passivate_after: Option<Duration>,
 }
 
 /// Spawns the cell's task on the system's runtime.
@@ -85,6 +87,9 @@ struct Cell {
     deferred: VecDeque<SystemMsg>,
     /// Children whose failure this actor escalated: they wait for its own outcome.
     escalated: Vec<ActorRef>,
+    passivate_after: Option<Duration>,
+    /// Set when this (entity) incarnation ends by passivation: no `stopping` hook runs.
+    passivated: bool,
 }
 
 async fn run(spec: CellSpec) {
@@ -101,6 +106,8 @@ async fn run(spec: CellSpec) {
         carried_watching: HashSet::new(),
         deferred: VecDeque::new(),
         escalated: Vec::new(),
+        passivate_after: spec.passivate_after,
+        passivated: false,
     };
     let reason = cell.live().await;
     cell.terminate(reason).await;
@@ -183,7 +190,50 @@ impl Cell {
         let mut instance = ActorInstance::new(&self.module, state).await?;
         let started = instance.start(&self.init).await;
         self.instance = Some(instance);
-        started
+        match started {
+            Ok(()) => self.settle(None).await,
+            Err(failure) => {
+                self.abandon_step(None);
+                Err(failure)
+            }
+        }
+    }
+
+    /// After a successful guest call: a persistent actor's step is committed, then its effects
+    /// are released (the cell handles nothing else meanwhile); `consumed` is acknowledged with
+    /// it. A failed commit fails the actor, and its instance cannot resume: its memory holds
+    /// state that was never committed.
+    async fn settle(&mut self, consumed: Option<Receipt>) -> Result<(), Failure> {
+        let shared = self.shared.clone();
+        let pending = match (self.instance.as_mut(), &shared.persistence) {
+            (Some(instance), Some(persistence)) => instance
+                .state()
+                .durable
+                .as_mut()
+                .map(|d| d.take_step(&persistence.store, consumed)),
+            _ => None,
+        };
+        let Some(pending) = pending else {
+            shared.ack_lazily(consumed);
+            return Ok(());
+        };
+        if let Err(error) = pending.commit(&shared).await {
+            if let Some(instance) = self.instance.as_mut() {
+                instance.poisoned = true;
+            }
+            return Err(Failure::Trap(error));
+        }
+        Ok(())
+    }
+
+    /// After a failed guest call: the step's held-back effects are dropped; the message that
+    /// failed is acknowledged (a failing message is dropped, not redelivered).
+    fn abandon_step(&mut self, consumed: Option<Receipt>) {
+        let shared = self.shared.clone();
+        if let Some(durable) = self.state().and_then(|s| s.durable.as_mut()) {
+            durable.abandon_step(&shared);
+        }
+        shared.ack_lazily(consumed);
     }
 
     /// Handles messages until something ends this stretch.
@@ -210,10 +260,19 @@ impl Cell {
                 tokio::task::yield_now().await;
                 continue;
             }
+            let idle = self.passivate_after;
             let next = tokio::select! {
                 biased;
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
                 msg = self.mailbox.user.recv() => Err(msg),
+                () = idle_for(idle) => {
+                    if self.shared.registry.passivate(&self.me) {
+                        tracing::debug!("passivated");
+                        self.passivated = true;
+                        return Exit::Stop(StopReason::Normal);
+                    }
+                    continue;
+                }
             };
             let exit = match next {
                 Ok(sys) => self.handle_system(sys).await,
@@ -306,8 +365,15 @@ impl Cell {
             .cloned()?;
         let chosen = match instance.supervise(&child, &error).await {
             Ok(chosen) => chosen,
-            Err(failure) => return Some(Exit::Failed(failure)),
+            Err(failure) => {
+                self.abandon_step(None);
+                return Some(Exit::Failed(failure));
+            }
         };
+        if let Err(failure) = self.settle(None).await {
+            return Some(Exit::Failed(failure));
+        }
+        let instance = self.instance.as_mut()?;
         let state = instance.state();
         let scope = state.supervisor.strategy.scope;
         let decision = state.supervisor.decide(&name, chosen, Instant::now());
@@ -358,7 +424,7 @@ impl Cell {
     }
 
     async fn handle_user(&mut self, msg: UserMsg) -> Option<Exit> {
-        let envelope = match msg {
+        let mut envelope = match msg {
             UserMsg::Message(envelope) => envelope,
             UserMsg::PoisonPill => return Some(Exit::Stop(StopReason::Normal)),
         };
@@ -373,11 +439,15 @@ impl Cell {
                 return None;
             }
         }
+        let receipt = envelope.receipt.take();
         if let Err(failure) = instance.receive(envelope).await {
+            self.abandon_step(receipt);
             return Some(Exit::Failed(failure));
         }
-        instance
-            .state()
+        if let Err(failure) = self.settle(receipt).await {
+            return Some(Exit::Failed(failure));
+        }
+        self.state()?
             .stop_requested
             .then_some(Exit::Stop(StopReason::Normal))
     }
@@ -428,12 +498,16 @@ impl Cell {
             stopped = self
                 .stop_children(&mut instance, StopReason::ParentFailure(cause.to_owned()))
                 .await;
-            if !instance.poisoned
-                && let Err(failure) = instance
+            if !instance.poisoned {
+                let stopped = instance
                     .stopping(&StopReason::Failure(cause.to_owned()))
-                    .await
-            {
-                tracing::warn!(%failure, "stopping hook failed during restart");
+                    .await;
+                self.settle_final(
+                    &mut instance,
+                    stopped,
+                    "stopping hook failed during restart",
+                )
+                .await;
             }
             self.carried_watching = std::mem::take(&mut instance.state().watching);
         }
@@ -499,10 +573,10 @@ impl Cell {
             instance.state().stopping = true;
             self.stop_children(&mut instance, reason.for_children())
                 .await;
-            if !instance.poisoned
-                && let Err(failure) = instance.stopping(&reason).await
-            {
-                tracing::warn!(%failure, "stopping hook failed");
+            if !instance.poisoned && !self.passivated {
+                let stopped = instance.stopping(&reason).await;
+                self.settle_final(&mut instance, stopped, "stopping hook failed")
+                    .await;
             }
         }
         let shared = self.shared.clone();
@@ -531,5 +605,42 @@ impl Cell {
         tracing::debug!(%reason, "actor terminated");
         self.me.lifeline.mark_terminated();
         shared.child_terminated(self.parent.as_ref(), &me);
+    }
+}
+
+impl Cell {
+    /// Commits (or drops) the step of a `stopping` call on an instance already taken out of
+    /// the cell.
+    async fn settle_final(
+        &mut self,
+        instance: &mut ActorInstance,
+        stopped: Result<(), Failure>,
+        what: &'static str,
+    ) {
+        let shared = self.shared.clone();
+        let ok = stopped.is_ok();
+        if let Err(failure) = stopped {
+            tracing::warn!(%failure, "{what}");
+        }
+        if let (Some(durable), Some(persistence)) =
+            (instance.state().durable.as_mut(), &shared.persistence)
+        {
+            if ok {
+                let pending = durable.take_step(&persistence.store, None);
+                if let Err(error) = pending.commit(&shared).await {
+                    tracing::error!(%error, "the final step could not be committed");
+                }
+            } else {
+                durable.abandon_step(&shared);
+            }
+        }
+    }
+}
+
+/// Resolves after `idle`, or never.
+async fn idle_for(idle: Option<Duration>) {
+    match idle {
+        Some(idle) => tokio::time::sleep(idle).await,
+        None => std::future::pending().await,
     }
 }

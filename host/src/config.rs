@@ -1,5 +1,6 @@
 //! `HostConfig`: one method per knob, each with its default and its cost.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::supervisor::Strategy;
@@ -22,6 +23,9 @@ pub struct HostConfig {
     pub(crate) memory_limit: usize,
     pub(crate) cpu_deadline: Duration,
     pub(crate) root_strategy: Strategy,
+    pub(crate) storage: Option<PathBuf>,
+    pub(crate) group_commit: usize,
+    pub(crate) max_state_bytes: usize,
 }
 
 impl Default for HostConfig {
@@ -41,6 +45,9 @@ impl Default for HostConfig {
             memory_limit: 128 << 20,
             cpu_deadline: Duration::from_secs(5),
             root_strategy: Strategy::default(),
+            storage: None,
+            group_commit: 1024,
+            max_state_bytes: 16 << 20,
         }
     }
 }
@@ -132,6 +139,27 @@ impl HostConfig {
     /// the actor instead: the host itself never fails. Its scope is always one-for-one.
     pub fn root_strategy(&mut self, strategy: Strategy) -> &mut Self {
         self.root_strategy = strategy;
+        self
+    }
+
+    /// The redb file that holds persistent actors' state, the outbox and reminders (default
+    /// none: `recover` then fails with `unavailable`). Created if missing. The `mote` CLI uses
+    /// `./mote.redb` unless told otherwise.
+    pub fn storage(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.storage = Some(path.into());
+        self
+    }
+
+    /// At most this many persistent steps share one write transaction and fsync (default
+    /// 1,024). 1 gives one fsync per step: the baseline group commit is measured against.
+    pub fn group_commit(&mut self, steps: usize) -> &mut Self {
+        self.group_commit = steps.max(1);
+        self
+    }
+
+    /// The largest snapshot accepted, in bytes (default 16 MiB); `save-snapshot` refuses more.
+    pub fn max_state_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_state_bytes = bytes;
         self
     }
 

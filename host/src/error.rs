@@ -141,6 +141,9 @@ pub enum HostError {
     /// The tokio runtime could not be started.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[from] std::io::Error),
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// A manifest could not be read or is invalid.

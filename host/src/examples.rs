@@ -17,5 +17,22 @@ pub fn path(name: &str) -> Option<PathBuf> {
 
 /// The names of all example actors built into this crate.
 pub const NAMES: &[&str] = &[
-    "pingpong", "counter", "sequence", "relay", "tree", "crasher",
+    "pingpong",
+    "counter",
+    "sequence",
+    "relay",
+    "tree",
+    "crasher",
+    "supervisor",
+    "watcher",
+    "gate",
+    "ticker",
+    "subscriber",
+    "publisher",
+    "deadwatch",
+    "asker",
+    "ledger",
+    "journal",
+    "entity",
+    "reminder",
 ];

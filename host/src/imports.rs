@@ -7,7 +7,8 @@ use crate::ask::Answer;
 use crate::bindings::{self, LogLevel, WitAddress, WitSendError, WitSpawnError};
 use crate::instance::{ActorState, Limits, to_wit_address};
 use crate::mailbox::SystemMsg;
-use crate::message::{Envelope, StopReason};
+use crate::message::Envelope;
+use crate::persistence::{self, Effect};
 use crate::supervisor::{Directive, Scope, Strategy};
 use crate::timers::TimerTarget;
 use crate::{AddressError, SpawnError, SpawnOptions};
@@ -25,8 +26,7 @@ impl bindings::mote::actor::host::Host for ActorState {
 
     fn tell(&mut self, to: WitAddress, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
         let envelope = self.envelope(kind, body)?;
-        self.shared
-            .tell_address(&to.path, Some(to.incarnation), envelope);
+        self.send(&to.path, Some(to.incarnation), envelope);
         Ok(())
     }
 
@@ -35,10 +35,10 @@ impl bindings::mote::actor::host::Host for ActorState {
         let envelope = self.envelope(kind, body)?;
         if to.starts_with('/') {
             ActorPath::check(&to).map_err(invalid)?;
-            self.shared.tell_address(&to, None, envelope);
+            self.send(&to, None, envelope);
         } else {
             let path = self.me.path.select(&to).map_err(invalid)?;
-            self.shared.tell_path(&path, envelope);
+            self.send(path.as_str(), None, envelope);
         }
         Ok(())
     }
@@ -67,8 +67,9 @@ impl bindings::mote::actor::host::Host for ActorState {
         }
         if let Some(actor) = self.shared.registry.get(&target.path)
             && actor.address.incarnation == target.incarnation
+            && let Some(stop) = self.hold(Effect::Stop(actor))
         {
-            actor.signal(SystemMsg::Stop(StopReason::Normal));
+            persistence::run(&self.shared, stop);
         }
     }
 
@@ -176,16 +177,25 @@ fn from_wit_directive(d: bindings::WitDirective) -> Directive {
 }
 
 impl ActorState {
+    /// Sends a copy of `envelope` to each member; returns how many.
+    fn send_all(&mut self, members: Vec<Address>, envelope: Envelope) -> u32 {
+        let count = members.len() as u32;
+        for member in members {
+            self.send(
+                member.path.as_str(),
+                Some(member.incarnation),
+                envelope.clone(),
+            );
+        }
+        count
+    }
+
     fn envelope(&self, kind: String, body: Vec<u8>) -> Result<Envelope, WitSendError> {
         let limit = self.shared.config.max_message_bytes;
         if body.len() > limit {
             return Err(WitSendError::TooLarge(body.len() as u64));
         }
-        Ok(Envelope {
-            sender: Some(self.me.clone()),
-            kind,
-            body,
-        })
+        Ok(Envelope::new(Some(self.me.clone()), kind, body))
     }
 
     fn spawn_child(
@@ -207,9 +217,10 @@ impl ActorState {
         if self.children.contains_key(&name) {
             return Err(E::NameTaken(path.to_string()));
         }
-        let child = self
+        let parent = Some(self.me.clone());
+        let (child, spec) = self
             .shared
-            .spawn(path, &module, init, Some(self.me.clone()), limits)
+            .prepare(path, &module, init, parent, limits, None)
             .map_err(|e| match e {
                 SpawnError::UnknownModule(m) => E::UnknownModule(m),
                 SpawnError::NameTaken(p) => E::NameTaken(p),
@@ -218,6 +229,9 @@ impl ActorState {
             })?;
         let address = child.address.clone();
         self.children.insert(name, child);
+        if let Some(start) = self.hold(Effect::Start(Box::new(spec))) {
+            persistence::run(&self.shared, start);
+        }
         Ok(to_wit_address(address))
     }
 }
@@ -237,13 +251,19 @@ impl bindings::mote::actor::timers::Host for ActorState {
             path: to.path,
             incarnation: Some(to.incarnation),
         };
-        Ok(self.shared.timers.schedule(
-            Some(self.me.clone()),
+        let id = self.shared.timers.reserve();
+        let timer = Effect::Timer {
+            id,
+            owner: self.me.clone(),
             target,
             envelope,
-            Duration::from_millis(delay_ms),
-            period_ms.map(Duration::from_millis),
-        ))
+            delay: Duration::from_millis(delay_ms),
+            period: period_ms.map(Duration::from_millis),
+        };
+        if let Some(timer) = self.hold(timer) {
+            persistence::run(&self.shared, timer);
+        }
+        Ok(id)
     }
 
     fn cancel(&mut self, id: u64) -> bool {
@@ -262,7 +282,11 @@ impl bindings::mote::actor::messaging::Host for ActorState {
 
     fn publish(&mut self, topic: String, kind: String, body: Vec<u8>) -> Result<u32, WitSendError> {
         let envelope = self.envelope(kind, body)?;
-        Ok(self.shared.publish(&topic, envelope))
+        if self.durable.is_none() {
+            return Ok(self.shared.publish(&topic, envelope));
+        }
+        let members = self.shared.topics.members(&topic);
+        Ok(self.send_all(members, envelope))
     }
 
     fn join(&mut self, group: String) {
@@ -280,7 +304,14 @@ impl bindings::mote::actor::messaging::Host for ActorState {
         body: Vec<u8>,
     ) -> Result<bool, WitSendError> {
         let envelope = self.envelope(kind, body)?;
-        Ok(self.shared.tell_group(&group, envelope))
+        if self.durable.is_none() {
+            return Ok(self.shared.tell_group(&group, envelope));
+        }
+        let Some(member) = self.shared.least_loaded(&group) else {
+            return Ok(false);
+        };
+        self.send(member.path.as_str(), Some(member.incarnation), envelope);
+        Ok(true)
     }
 
     fn broadcast_group(
@@ -290,7 +321,11 @@ impl bindings::mote::actor::messaging::Host for ActorState {
         body: Vec<u8>,
     ) -> Result<u32, WitSendError> {
         let envelope = self.envelope(kind, body)?;
-        Ok(self.shared.broadcast_group(&group, envelope))
+        if self.durable.is_none() {
+            return Ok(self.shared.broadcast_group(&group, envelope));
+        }
+        let members = self.shared.groups.members(&group);
+        Ok(self.send_all(members, envelope))
     }
 
     fn ask(
@@ -302,13 +337,14 @@ impl bindings::mote::actor::messaging::Host for ActorState {
     ) -> Result<u64, WitSendError> {
         ActorPath::check(&to.path).map_err(|e| WitSendError::InvalidPath(e.to_string()))?;
         let envelope = self.envelope(kind, body)?;
-        Ok(self.shared.ask(
-            &to.path,
-            Some(to.incarnation),
-            envelope.kind,
-            envelope.body,
-            Duration::from_millis(timeout_ms),
-            Answer::Actor(self.me.clone()),
-        ))
+        let answer = Answer::Actor(self.me.clone());
+        let timeout = Duration::from_millis(timeout_ms);
+        let Some(endpoint) = self.shared.ask_endpoint(timeout, answer) else {
+            return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
+        };
+        let id = endpoint.incarnation;
+        let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body);
+        self.send(&to.path, Some(to.incarnation), request);
+        Ok(id)
     }
 }

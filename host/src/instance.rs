@@ -19,6 +19,7 @@ use crate::guest_output::GuestOutput;
 use crate::mailbox::ActorRef;
 use crate::message::{Envelope, StopReason};
 use crate::module::Module;
+use crate::persistence::Durable;
 use crate::supervisor::{Directive, Supervisor};
 use crate::system::Shared;
 
@@ -47,6 +48,10 @@ pub(crate) struct ActorState {
     pub(crate) stopping: bool,
     /// Why this instance replaced a failed one, for `restart-cause`.
     pub(crate) restart_cause: Option<String>,
+    /// A persistence id chosen before `recover`.
+    pub(crate) pid: Option<String>,
+    /// Set once the actor called `recover`: it is persistent, its steps are committed.
+    pub(crate) durable: Option<Durable>,
     limits: Limits,
     /// Time slices the current call has used, against `limits.cpu_deadline`.
     slices_used: u64,
@@ -89,6 +94,8 @@ impl ActorState {
             stop_requested: false,
             stopping: false,
             restart_cause,
+            pid: None,
+            durable: None,
             limits,
             slices_used: 0,
             slice,

@@ -30,6 +30,10 @@
 //! - `arena`: linear memories and fiber stacks carved from a few large mappings.
 //! - [`config`]: `HostConfig`, one knob per method.
 //! - [`manifest`]: the TOML deployment manifest read by `mote run`.
+//! - [`store`]: the redb file: snapshots, event journals, outbox, reminders, schema version.
+//! - `committer`: group commit, one thread folding concurrent steps into one transaction.
+//! - `persistence`: the `persistence` import, steps and commit before effects.
+//! - [`entities`]: virtual actors activated by message and passivated when idle.
 //! - [`examples`]: paths of the example actors built with this crate (demo, tests, bench).
 //!
 //! ```no_run
@@ -48,9 +52,11 @@ mod arena;
 pub mod ask;
 mod bindings;
 mod cell;
+mod committer;
 pub mod config;
 pub mod deadletters;
 mod engine;
+pub mod entities;
 pub mod error;
 pub mod examples;
 mod guest_output;
@@ -61,8 +67,10 @@ pub mod manifest;
 mod message;
 pub mod messaging;
 mod module;
+mod persistence;
 mod pubsub;
 mod registry;
+pub mod store;
 pub mod supervisor;
 pub mod system;
 mod timers;
@@ -83,10 +91,13 @@ pub fn tune_allocator() {
 
 pub use address::{ActorPath, Address};
 pub use ask::{ASK_TIMEOUT_KIND, AskError};
+pub use committer::CommitStats;
 pub use config::HostConfig;
 pub use deadletters::{DeadLetter, DeadLetterReason};
+pub use entities::EntityOptions;
 pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
 pub use message::{Envelope, StopReason};
 pub use messaging::DEAD_LETTER_KIND;
+pub use store::{SCHEMA_VERSION, StoreError};
 pub use supervisor::{Directive, Scope, Strategy};
 pub use system::{ActorInfo, ActorSystem, Probe, SpawnOptions, SupervisionEvent, TERMINATED_KIND};

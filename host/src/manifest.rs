@@ -10,6 +10,14 @@
 //! module = "pingpong"
 //! init = "ping /user/pong 3" # optional: UTF-8 text handed to `start` as bytes
 //! # init_hex = "00ff"        # or raw bytes in hex (at most one of init / init_hex)
+//!
+//! [storage]
+//! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
+//!
+//! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
+//! kind = "counters"
+//! module = "entity"
+//! passivate_after_ms = 30000 # optional: drop an entity idle this long (state is committed)
 //! ```
 
 use std::collections::HashSet;
@@ -27,6 +35,21 @@ pub struct Manifest {
     pub modules: Vec<ModuleSpec>,
     /// Actors to spawn, in file order.
     pub actors: Vec<ActorSpec>,
+    /// The database file, if the manifest names one (resolved against its folder).
+    pub storage: Option<PathBuf>,
+    /// Entity kinds to register, in file order.
+    pub entities: Vec<EntitySpec>,
+}
+
+/// One `[[entity]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntitySpec {
+    /// The kind: entities live at `/user/<kind>/<id>`.
+    pub kind: String,
+    /// The module each entity runs.
+    pub module: String,
+    /// Passivate after this long idle.
+    pub passivate_after: Option<std::time::Duration>,
 }
 
 /// One `[[module]]` entry.
@@ -56,6 +79,23 @@ struct RawManifest {
     module: Vec<RawModule>,
     #[serde(default)]
     actor: Vec<RawActor>,
+    storage: Option<RawStorage>,
+    #[serde(default)]
+    entity: Vec<RawEntity>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStorage {
+    path: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntity {
+    kind: String,
+    module: String,
+    passivate_after_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +191,42 @@ impl Manifest {
                 init,
             });
         }
-        Ok(Manifest { modules, actors })
+        let mut kinds = HashSet::new();
+        let mut entities = Vec::new();
+        for e in raw.entity {
+            ActorPath::user_root()
+                .child(&e.kind)
+                .map_err(|err| invalid(format!("entity kind {:?}: {err}", e.kind)))?;
+            if !kinds.insert(e.kind.clone()) {
+                return Err(invalid(format!(
+                    "entity kind {:?} is declared twice",
+                    e.kind
+                )));
+            }
+            if paths.contains(&format!("/user/{}", e.kind)) {
+                return Err(invalid(format!(
+                    "entity kind {:?} clashes with the actor /user/{}",
+                    e.kind, e.kind
+                )));
+            }
+            if !names.contains(&e.module) {
+                return Err(invalid(format!(
+                    "entity kind {:?} uses module {:?}, which no [[module]] declares",
+                    e.kind, e.module
+                )));
+            }
+            entities.push(EntitySpec {
+                kind: e.kind,
+                module: e.module,
+                passivate_after: e.passivate_after_ms.map(std::time::Duration::from_millis),
+            });
+        }
+        Ok(Manifest {
+            modules,
+            actors,
+            storage: raw.storage.map(|s| base.join(s.path)),
+            entities,
+        })
     }
 }
 
@@ -221,6 +296,19 @@ mod tests {
                 .to_string()
                 .contains("directly under /user")
         );
+    }
+
+    #[test]
+    fn storage_and_entities_parse() {
+        let m = parse("[storage]\npath = \"db/m.redb\"\n[[module]]\nname = \"m\"\npath = \"x\"\n[[entity]]\nkind = \"carts\"\nmodule = \"m\"\npassivate_after_ms = 250\n").unwrap();
+        assert_eq!(m.storage, Some(PathBuf::from("/base/db/m.redb")));
+        assert_eq!(m.entities[0].kind, "carts");
+        assert_eq!(
+            m.entities[0].passivate_after,
+            Some(std::time::Duration::from_millis(250))
+        );
+        let unknown = "[[entity]]\nkind = \"carts\"\nmodule = \"nope\"\n";
+        assert!(parse(unknown).unwrap_err().to_string().contains("nope"));
     }
 
     #[test]

@@ -11,6 +11,30 @@ pub struct Envelope {
     pub kind: String,
     /// The encoded body (postcard for the Rust SDK).
     pub body: Vec<u8>,
+    /// Set on a durable message: what its receiver acknowledges once it has handled it.
+    pub(crate) receipt: Option<Receipt>,
+}
+
+impl Envelope {
+    /// A message from `sender` (or from outside, `None`).
+    pub fn new(sender: Option<Address>, kind: impl Into<String>, body: Vec<u8>) -> Self {
+        Envelope {
+            sender,
+            kind: kind.into(),
+            body,
+            receipt: None,
+        }
+    }
+}
+
+/// The durable record behind a message, deleted (or advanced) when its receiver has handled it:
+/// by the receiver's own commit if it is persistent, lazily otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Receipt {
+    /// A row of the outbox.
+    Outbox(u64),
+    /// A firing of a reminder.
+    Reminder(u64),
 }
 
 /// Why an actor stopped; handed to its `stopping` hook.

@@ -58,8 +58,16 @@ impl Shared {
 
     /// Sends to the member of `group` with the shortest mailbox; false if none is alive.
     pub(crate) fn tell_group(&self, group: &str, envelope: Envelope) -> bool {
+        match self.least_loaded(group) {
+            Some(member) => self.deliver_to_member(&self.groups, group, &member, envelope),
+            None => false,
+        }
+    }
+
+    /// The live member of `group` with the shortest mailbox.
+    pub(crate) fn least_loaded(&self, group: &str) -> Option<Address> {
         let members = self.groups.members(group);
-        let least = members
+        members
             .iter()
             .filter_map(|m| {
                 self.registry.with(m.path.as_str(), |a| {
@@ -68,25 +76,32 @@ impl Shared {
                 })
             })
             .min_by_key(|(depth, _)| *depth)
-            .map(|(_, m)| m.clone());
-        match least {
-            Some(member) => self.deliver_to_member(&self.groups, group, &member, envelope),
-            None => false,
-        }
+            .map(|(_, m)| m.clone())
     }
 
     /// Records a dead letter and hands it to the subscribers of `/system/deadletters`.
-    pub(crate) fn dead_letter(&self, envelope: Envelope, target: String, reason: DeadLetterReason) {
+    pub(crate) fn dead_letter(
+        &self,
+        mut envelope: Envelope,
+        target: String,
+        reason: DeadLetterReason,
+    ) {
+        // A durable message that cannot be delivered is settled: it will not come back. During
+        // a shutdown it stays in the store instead, for the next start.
+        let receipt = envelope.receipt.take();
+        if !self.is_shutting_down() {
+            self.ack_lazily(receipt);
+        }
         if target.starts_with(crate::ask::ASK_PREFIX) {
             self.late_replies
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         if !self.topics.is_empty(DEAD_LETTERS_PATH) {
-            let letter = Envelope {
-                sender: envelope.sender.clone(),
-                kind: DEAD_LETTER_KIND.to_owned(),
-                body: encode_dead_letter(&target, &envelope.kind, &envelope.body),
-            };
+            let letter = Envelope::new(
+                envelope.sender.clone(),
+                DEAD_LETTER_KIND.to_owned(),
+                encode_dead_letter(&target, &envelope.kind, &envelope.body),
+            );
             // A dead letter that cannot reach a subscriber is dropped, never dead-lettered again.
             for member in self.topics.members(DEAD_LETTERS_PATH) {
                 if member.path.as_str() == target {

@@ -61,6 +61,26 @@ impl Registry {
         }
     }
 
+    /// Passivates an idle actor: releases its path if its mailbox is empty. Senders push under
+    /// the read lock, so with the write lock held no message can slip in between the check
+    /// and the release.
+    pub(crate) fn passivate(&self, actor: &ActorRef) -> bool {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        let idle = map.get(&actor.address.path).is_some_and(|a| {
+            a.address.incarnation == actor.address.incarnation
+                && a.depth.load(std::sync::atomic::Ordering::Acquire) == 0
+        });
+        if idle {
+            map.remove(&actor.address.path);
+        }
+        idle
+    }
+
+    /// How many actors and probes are live.
+    pub(crate) fn len(&self) -> usize {
+        self.by_path.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// All live entries, sorted by path.
     pub(crate) fn snapshot(&self) -> Vec<ActorRef> {
         let mut all: Vec<ActorRef> = self

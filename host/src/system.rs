@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
@@ -15,16 +15,20 @@ use wasmtime::component::Linker;
 use crate::address::{ActorPath, Address};
 use crate::ask::{Answer, AskError};
 use crate::cell::{self, CellSpec};
+use crate::committer::CommitStats;
 use crate::config::HostConfig;
 use crate::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason, DeadLetters};
 use crate::engine::{EpochTicker, build_engine};
+use crate::entities::{Entities, EntityOptions};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::instance::{self, Limits};
 use crate::mailbox::{self, ActorRef, Refused, SystemMsg, UserMsg};
 use crate::message::{Envelope, StopReason};
 use crate::module::Modules;
+use crate::persistence::{Parked, Persistence};
 use crate::pubsub::Directory;
 use crate::registry::Registry;
+use crate::store::Store;
 use crate::supervisor::{Directive, Supervisor};
 use crate::timers::{TimerTarget, Timers};
 
@@ -68,15 +72,26 @@ pub(crate) struct Shared {
     pub(crate) late_replies: AtomicU64,
     shutting_down: AtomicBool,
     /// The children of the `/user` guardian.
-    top_level: Mutex<HashMap<ActorPath, ActorRef>>,
-    top_level_count: watch::Sender<usize>,
+    pub(crate) top_level: Mutex<HashMap<ActorPath, ActorRef>>,
+    pub(crate) top_level_count: watch::Sender<usize>,
     /// The `/user` guardian's restart bookkeeping for top-level actors.
     guardian: Mutex<Supervisor>,
     supervision: broadcast::Sender<SupervisionEvent>,
+    /// The store and committer, when the host has a database.
+    pub(crate) persistence: Option<Persistence>,
+    /// Registered entity kinds (virtual actors).
+    pub(crate) entities: Entities,
+    /// This very `Shared`, for code that holds only `&self` and must spawn (activation).
+    pub(crate) me: Weak<Shared>,
     _ticker: Option<EpochTicker>,
 }
 
 impl Shared {
+    /// True once a shutdown has begun.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
     /// Claims `path`, creates the mailbox and starts the cell. The caller records the child.
     pub(crate) fn spawn(
         self: &Arc<Self>,
@@ -86,6 +101,22 @@ impl Shared {
         parent: Option<Address>,
         limits: Limits,
     ) -> Result<ActorRef, SpawnError> {
+        let (handle, spec) = self.prepare(path, module, init, parent, limits, None)?;
+        cell::spawn(spec);
+        Ok(handle)
+    }
+
+    /// Claims `path` and creates the mailbox (fed first with what was parked for the path);
+    /// the cell starts when the spec is handed to [`cell::spawn`].
+    pub(crate) fn prepare(
+        self: &Arc<Self>,
+        path: ActorPath,
+        module: &str,
+        init: Vec<u8>,
+        parent: Option<Address>,
+        limits: Limits,
+        passivate_after: Option<Duration>,
+    ) -> Result<(ActorRef, CellSpec), SpawnError> {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(SpawnError::ShuttingDown);
         }
@@ -100,13 +131,30 @@ impl Shared {
             path,
             incarnation: self.next_incarnation.fetch_add(1, Ordering::Relaxed),
         };
-        let (handle, mailbox) =
+        let (handle, mut mailbox) =
             mailbox::mailbox(address, Some(module.name.clone()), limits.mailbox_capacity);
-        self.registry
-            .insert(handle.clone())
-            .map_err(|taken| SpawnError::NameTaken(taken.address.path.to_string()))?;
+        let parked = match &self.persistence {
+            Some(p) => p.take_parked(handle.address.path.as_str()),
+            None => Vec::new(),
+        };
+        if !parked.is_empty() {
+            tracing::info!(actor = %handle.address, items = parked.len(), "recovered messages and reminders handed over");
+        }
+        // Parked messages go first: nobody else can reach the mailbox before it is registered.
+        self.unpark(&handle, parked);
+        if let Err(taken) = self.registry.insert(handle.clone()) {
+            // Lost a race for the path: what was parked waits for the winner's successor.
+            let mut back = Vec::new();
+            while let Ok(UserMsg::Message(envelope)) = mailbox.try_next() {
+                back.push(Parked::Message(envelope));
+            }
+            if let Some(p) = &self.persistence {
+                p.park(taken.address.path.as_str(), back);
+            }
+            return Err(SpawnError::NameTaken(taken.address.path.to_string()));
+        }
         tracing::debug!(actor = %handle.address, module = %module.name, "spawned");
-        cell::spawn(CellSpec {
+        let spec = CellSpec {
             shared: self.clone(),
             me: handle.clone(),
             parent,
@@ -114,8 +162,26 @@ impl Shared {
             init,
             mailbox,
             limits,
-        });
-        Ok(handle)
+            passivate_after,
+        };
+        Ok((handle, spec))
+    }
+
+    /// Gives back the path of a child whose step was never committed: its cell never ran.
+    pub(crate) fn abandon(&self, spec: CellSpec) {
+        let CellSpec {
+            me,
+            parent,
+            mut mailbox,
+            ..
+        } = spec;
+        self.registry.remove(&me.address);
+        mailbox.user.close();
+        while let Ok(crate::mailbox::UserMsg::Message(envelope)) = mailbox.try_next() {
+            self.dead_letter(envelope, me.address.to_string(), DeadLetterReason::Stopped);
+        }
+        me.lifeline.mark_terminated();
+        self.child_terminated(parent.as_ref(), &me.address);
     }
 
     /// The limits of an actor spawned with `options`: the host's defaults where they say
@@ -135,11 +201,7 @@ impl Shared {
 
     /// Tells `watcher` that `target` has terminated.
     pub(crate) fn notify_terminated(&self, watcher: &Address, target: &Address) {
-        let envelope = Envelope {
-            sender: Some(target.clone()),
-            kind: TERMINATED_KIND.to_owned(),
-            body: Vec::new(),
-        };
+        let envelope = Envelope::new(Some(target.clone()), TERMINATED_KIND.to_owned(), Vec::new());
         self.tell_host(watcher, envelope);
     }
 
@@ -206,11 +268,6 @@ impl Shared {
         }
     }
 
-    /// Delivers to whatever lives at `path`, or to dead letters.
-    pub(crate) fn tell_path(&self, path: &ActorPath, envelope: Envelope) {
-        self.tell_address(path.as_str(), None, envelope);
-    }
-
     /// Delivers to the actor at `path` (to that incarnation only, if one is given), or to dead
     /// letters. The registry lock is held only for the channel push.
     pub(crate) fn tell_address(&self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
@@ -226,8 +283,27 @@ impl Shared {
         incarnation: Option<u64>,
         envelope: Envelope,
     ) -> Option<(Envelope, String, DeadLetterReason)> {
+        match self.deliver_live(path, incarnation, envelope) {
+            // A virtual actor's identity is its path: any incarnation, live or not, will do.
+            Some((envelope, _, DeadLetterReason::NoActor | DeadLetterReason::StaleIncarnation))
+                if self.entities.kind_of(path).is_some() =>
+            {
+                self.deliver_to_entity(path, envelope)
+            }
+            other => other,
+        }
+    }
+
+    /// Queues `envelope` for a live actor only.
+    pub(crate) fn deliver_live(
+        &self,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Option<(Envelope, String, DeadLetterReason)> {
         self.registry.with(path, |actor| match actor {
-            Some(a) if incarnation.is_none_or(|i| i == a.address.incarnation) => {
+            // Incarnation 0 stands for whoever lives at the path (recovered senders carry it).
+            Some(a) if incarnation.is_none_or(|i| i == 0 || i == a.address.incarnation) => {
                 a.tell(envelope).err().map(|refused| match refused {
                     Refused::Full(e) => (e, a.address.to_string(), DeadLetterReason::MailboxFull),
                     Refused::Closed(e) => (e, a.address.to_string(), DeadLetterReason::Stopped),
@@ -268,11 +344,7 @@ impl Shared {
         body: Vec<u8>,
     ) -> Result<(), SendError> {
         let path = self.check_outside(to, &body)?;
-        let envelope = Envelope {
-            sender,
-            kind: kind.to_owned(),
-            body,
-        };
+        let envelope = Envelope::new(sender, kind.to_owned(), body);
         match self.deliver(path.as_str(), None, envelope) {
             Some((_, target, DeadLetterReason::MailboxFull)) => {
                 Err(SendError::MailboxFull { path: target })
@@ -352,7 +424,14 @@ impl ActorSystem {
             true => Some(EpochTicker::start(&engine, &config)?),
             false => None,
         };
-        let shared = Arc::new(Shared {
+        let persistence = match &config.storage {
+            Some(path) => Some(Persistence::open(Store::open(path)?, config.group_commit)?),
+            None => None,
+        };
+        let shared = Arc::new_cyclic(|me| Shared {
+            persistence,
+            entities: Entities::default(),
+            me: me.clone(),
             modules: Modules::new(engine, linker),
             registry: Registry::default(),
             dead_letters: DeadLetters::new(),
@@ -528,14 +607,8 @@ impl ActorSystem {
 
     /// Publishes from outside (no sender) to every subscriber of `topic`; returns how many.
     pub fn publish(&self, topic: &str, kind: &str, body: Vec<u8>) -> u32 {
-        self.shared.publish(
-            topic,
-            Envelope {
-                sender: None,
-                kind: kind.to_owned(),
-                body,
-            },
-        )
+        self.shared
+            .publish(topic, Envelope::new(None, kind.to_owned(), body))
     }
 
     /// Subscribes a fresh probe (`/system/sub-<n>`) to `topic`: its `recv` yields the topic's
@@ -550,26 +623,14 @@ impl ActorSystem {
     /// Sends from outside to the member of `group` with the shortest mailbox; false if the group
     /// has no live member.
     pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
-        self.shared.tell_group(
-            group,
-            Envelope {
-                sender: None,
-                kind: kind.to_owned(),
-                body,
-            },
-        )
+        self.shared
+            .tell_group(group, Envelope::new(None, kind.to_owned(), body))
     }
 
     /// Sends from outside to every member of `group`; returns how many it reached.
     pub fn broadcast_group(&self, group: &str, kind: &str, body: Vec<u8>) -> u32 {
-        self.shared.broadcast_group(
-            group,
-            Envelope {
-                sender: None,
-                kind: kind.to_owned(),
-                body,
-            },
-        )
+        self.shared
+            .broadcast_group(group, Envelope::new(None, kind.to_owned(), body))
     }
 
     /// Schedules a message from outside (no sender) to `to` after `delay`, then every `period`;
@@ -583,11 +644,7 @@ impl ActorSystem {
         period: Option<Duration>,
     ) -> Result<u64, SendError> {
         ActorPath::check(to)?;
-        let envelope = Envelope {
-            sender: None,
-            kind: kind.to_owned(),
-            body,
-        };
+        let envelope = Envelope::new(None, kind.to_owned(), body);
         let target = TimerTarget {
             path: to.to_owned(),
             incarnation: None,
@@ -655,8 +712,38 @@ impl ActorSystem {
             tracing::warn!(?alive, "shutdown timed out");
             return Err(alive);
         }
+        if let Some(persistence) = &self.shared.persistence {
+            persistence.close().await;
+        }
         tracing::info!("actor system shut down");
         Ok(())
+    }
+
+    /// Registers an entity kind: messages to `/user/<kind>/<id>` activate an actor of `module`
+    /// (its init is the id) when none is live. Entities with recovered messages or reminders
+    /// waiting are activated at once; returns how many.
+    pub fn register_entity(
+        &self,
+        kind: &str,
+        module: &str,
+        options: EntityOptions,
+    ) -> Result<usize, SpawnError> {
+        self.shared.register_entity(kind, module, options)
+    }
+
+    /// How many actors (and probes and ask endpoints) are live now.
+    pub fn live_actors(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    /// The committer's counters, if the host has a database.
+    pub fn commit_stats(&self) -> Option<CommitStats> {
+        self.shared.persistence.as_ref().map(Persistence::stats)
+    }
+
+    /// The database file, if the host has one.
+    pub fn store_path(&self) -> Option<&Path> {
+        self.shared.persistence.as_ref().map(|p| p.store.path())
     }
 
     fn signal_top_level(&self, reason: StopReason) {
@@ -697,7 +784,10 @@ impl Probe {
     pub async fn recv(&mut self) -> Option<Envelope> {
         loop {
             match self.mailbox.next().await? {
-                UserMsg::Message(envelope) => return Some(envelope),
+                UserMsg::Message(mut envelope) => {
+                    self.shared.ack_lazily(envelope.receipt.take());
+                    return Some(envelope);
+                }
                 UserMsg::PoisonPill => continue,
             }
         }
@@ -723,11 +813,7 @@ impl Probe {
     pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
         self.shared.tell_group(
             group,
-            Envelope {
-                sender: Some(self.address.clone()),
-                kind: kind.to_owned(),
-                body,
-            },
+            Envelope::new(Some(self.address.clone()), kind.to_owned(), body),
         )
     }
 }

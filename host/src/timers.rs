@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::address::Address;
-use crate::message::Envelope;
+use crate::message::{Envelope, Receipt};
 use crate::system::Shared;
 
 /// One scheduled message.
@@ -27,6 +27,8 @@ struct Timer {
     envelope: Envelope,
     period: Option<Duration>,
     due: Instant,
+    /// Set on a reminder (a durable timer): its id in the store.
+    reminder: Option<u64>,
 }
 
 #[derive(Default)]
@@ -35,6 +37,8 @@ struct Wheel {
     due: BTreeSet<(Instant, u64)>,
     timers: HashMap<u64, Timer>,
     by_owner: HashMap<Address, HashSet<u64>>,
+    /// Reminder ids to their timers and owning persistence ids.
+    reminders: HashMap<u64, (u64, String)>,
 }
 
 /// The timers of one system.
@@ -64,10 +68,90 @@ impl Timers {
         delay: Duration,
         period: Option<Duration>,
     ) -> u64 {
-        let due = Instant::now() + delay;
+        let id = self.reserve();
+        self.schedule_as(id, owner, to, envelope, delay, period, None);
+        id
+    }
+
+    /// Hands out a timer id for a timer scheduled later with [`Timers::schedule_as`].
+    pub(crate) fn reserve(&self) -> u64 {
         let mut wheel = self.wheel();
         wheel.next_id += 1;
-        let id = wheel.next_id;
+        wheel.next_id
+    }
+
+    /// Schedules a durable reminder: no actor owns it (it outlives incarnations), and each
+    /// firing carries a receipt so the receiver's commit acknowledges it.
+    pub(crate) fn remind(
+        &self,
+        reminder: u64,
+        owner: &str,
+        to: &str,
+        envelope: Envelope,
+        delay: Duration,
+        period: Option<Duration>,
+    ) {
+        let id = self.reserve();
+        let target = TimerTarget {
+            path: to.to_owned(),
+            incarnation: None,
+        };
+        self.wheel()
+            .reminders
+            .insert(reminder, (id, owner.to_owned()));
+        self.schedule_as(id, None, target, envelope, delay, period, Some(reminder));
+    }
+
+    /// Cancels a reminder of the persistence id `owner`; false if none is scheduled here.
+    pub(crate) fn cancel_reminder_of(&self, owner: &str, reminder: u64) -> bool {
+        let mut wheel = self.wheel();
+        match wheel.reminders.get(&reminder) {
+            Some((id, o)) if o == owner => {
+                let id = *id;
+                wheel.remove(id);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Cancels every reminder of the persistence id `owner`.
+    pub(crate) fn cancel_reminders_of(&self, owner: &str) {
+        let mut wheel = self.wheel();
+        let ids: Vec<u64> = wheel
+            .reminders
+            .values()
+            .filter(|(_, o)| o == owner)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            wheel.remove(id);
+        }
+    }
+
+    /// The persistence id owning a scheduled reminder.
+    fn reminder_owner(wheel: &Wheel, reminder: u64) -> String {
+        wheel
+            .reminders
+            .get(&reminder)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default()
+    }
+
+    /// Schedules a timer under an id from [`Timers::reserve`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn schedule_as(
+        &self,
+        id: u64,
+        owner: Option<Address>,
+        to: TimerTarget,
+        envelope: Envelope,
+        delay: Duration,
+        period: Option<Duration>,
+        reminder: Option<u64>,
+    ) {
+        let due = Instant::now() + delay;
+        let mut wheel = self.wheel();
         if let Some(owner) = &owner {
             wheel.by_owner.entry(owner.clone()).or_default().insert(id);
         }
@@ -82,13 +166,13 @@ impl Timers {
                 envelope,
                 period: period.filter(|p| !p.is_zero()),
                 due,
+                reminder,
             },
         );
         drop(wheel);
         if earliest {
             self.wake.notify_one();
         }
-        id
     }
 
     /// Cancels one timer, only if `owner` scheduled it; false if it is gone already.
@@ -156,10 +240,24 @@ impl Timers {
                 return Some(due);
             }
             wheel.due.pop_first();
+            let Some(reminder) = wheel.timers.get(&id).map(|t| t.reminder) else {
+                continue;
+            };
+            let owner = reminder.map(|r| Self::reminder_owner(&wheel, r));
             let Some(timer) = wheel.timers.get_mut(&id) else {
                 continue;
             };
-            shared.tell_address(&timer.to, timer.incarnation, timer.envelope.clone());
+            if let (Some(reminder), Some(owner)) = (reminder, owner) {
+                let mut envelope = timer.envelope.clone();
+                envelope.receipt = Some(Receipt::Reminder(reminder));
+                if !shared.deliver_reminder(&timer.to, envelope, (reminder, &owner), timer.period) {
+                    // Parked until its actor lives again; it is rescheduled then.
+                    wheel.remove(id);
+                    continue;
+                }
+            } else {
+                shared.tell_address(&timer.to, timer.incarnation, timer.envelope.clone());
+            }
             match timer.period {
                 Some(period) => {
                     let next = timer.due + period;
@@ -178,6 +276,11 @@ impl Wheel {
     fn remove(&mut self, id: u64) {
         if let Some(timer) = self.timers.remove(&id) {
             self.due.remove(&(timer.due, id));
+            if let Some(reminder) = timer.reminder
+                && self.reminders.get(&reminder).is_some_and(|(t, _)| *t == id)
+            {
+                self.reminders.remove(&reminder);
+            }
             if let Some(owner) = &timer.owner
                 && let Some(ids) = self.by_owner.get_mut(owner)
             {

@@ -2,7 +2,8 @@
 //!
 //! Each type's wire kind is its bare name (see [`mote_guest::message!`]) and its body is
 //! postcard-encoded. Actor init bytes are UTF-8 words, split by [`init_words`] and parsed by
-//! [`init_arg`] and [`init_opt`]; [`report`] sends a [`Report`] to an observer.
+//! [`init_arg`] and [`init_opt`]; [`report`] sends a [`Report`] to an observer. `Ledger`,
+//! `Journal`, `Entity` and `Remind` are spoken by the persistent actors.
 
 use core::fmt::Display;
 use core::str::FromStr;
@@ -172,8 +173,123 @@ pub enum Asking {
     },
 }
 
+/// The ledger chain of the crash test: a source sends `Inc` to a relay, which counts and
+/// sends `Count(n)` to a sink; `Next` drives the source. Every mode answers `Query` with a
+/// [`LedgerState`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Ledger {
+    /// The source's step to itself: send one more `Inc`.
+    Next,
+    /// One increment, from the source to the relay.
+    Inc,
+    /// The relay's count after an increment, to the sink.
+    Count(u64),
+    /// Asks for a `LedgerState` reply.
+    Query,
+}
+
+/// A ledger actor's state, in answer to `Ledger::Query` (a source's `count` is what it sent).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct LedgerState {
+    /// The last count seen (sent, for a source).
+    pub count: u64,
+    /// The sum of the counts taken.
+    pub sum: u64,
+    /// Counts received again (at most the last count seen).
+    pub dups: u64,
+    /// Counts that skipped at least one number.
+    pub gaps: u64,
+}
+
+/// Orders for the event-sourced journal actor.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Journal {
+    /// Journals a value and appends it.
+    Append(u64),
+    /// Asks for a `JournalState` reply.
+    Query,
+    /// Deletes the journal's durable state and stops it.
+    Forget,
+    /// Panics, for its supervisor to restart it from the store.
+    Crash,
+}
+
+/// The journal's state, in answer to `Journal::Query`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct JournalState {
+    /// The values appended, in order.
+    pub values: Vec<u64>,
+    /// Whether recovery started from a snapshot.
+    pub recovered_from_snapshot: bool,
+    /// How many events recovery replayed after the snapshot.
+    pub replayed: u64,
+}
+
+/// Orders for the entity actor, a durable counter named by its entity id.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Entity {
+    /// Adds to the total.
+    Add(u64),
+    /// Asks for an `EntityValue` reply.
+    Get,
+    /// Deletes the entity's durable state and stops it.
+    Retire,
+    /// Stops it, keeping its state for the next activation.
+    Stop,
+}
+
+/// An entity's state, in answer to `Entity::Get`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct EntityValue {
+    /// The entity id (its init bytes).
+    pub id: String,
+    /// The sum of its `Add`s.
+    pub total: u64,
+    /// How many times it started, this one included.
+    pub activations: u64,
+}
+
+/// Orders for the reminder actor, and the `Fired` message its reminders deliver.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Remind {
+    /// Sets a reminder that fires `Fired(tag)` once, after `delay_ms`.
+    Arm {
+        /// The value of its `Fired` message.
+        tag: u64,
+        /// Milliseconds before it fires.
+        delay_ms: u64,
+    },
+    /// Sets a reminder that fires `Fired(tag)` every `period_ms`, the first after one period.
+    ArmPeriodic {
+        /// The value of its `Fired` messages.
+        tag: u64,
+        /// Milliseconds between firings.
+        period_ms: u64,
+    },
+    /// Cancels the reminder with this id.
+    Cancel(u64),
+    /// A reminder with this tag fired.
+    Fired(u64),
+}
+
 mote_guest::message!(
-    PingPong, Counter, Seq, Report, Crash, Relay, Watch, Gate, Timer, Asking
+    PingPong,
+    Counter,
+    Seq,
+    Report,
+    Crash,
+    Relay,
+    Watch,
+    Gate,
+    Timer,
+    Asking,
+    Ledger,
+    LedgerState,
+    Journal,
+    JournalState,
+    Entity,
+    EntityValue,
+    Remind,
 );
 
 /// Splits init bytes, UTF-8 text, into whitespace-separated words (invalid UTF-8 gives none).
@@ -232,6 +348,11 @@ mod tests {
         assert_eq!(Gate::KIND, "Gate");
         assert_eq!(Timer::KIND, "Timer");
         assert_eq!(Asking::KIND, "Asking");
+        assert_eq!(Ledger::KIND, "Ledger");
+        assert_eq!(LedgerState::KIND, "LedgerState");
+        assert_eq!(JournalState::KIND, "JournalState");
+        assert_eq!(EntityValue::KIND, "EntityValue");
+        assert_eq!(Remind::KIND, "Remind");
     }
 
     #[test]
@@ -261,6 +382,15 @@ mod tests {
             get: true,
         };
         assert_eq!(mote_guest::encode(&ask)?, [0, 2, b'/', b'a', 2, 50, 1]);
+        assert_eq!(mote_guest::encode(&Ledger::Count(5))?, [2, 5]);
+        assert_eq!(mote_guest::encode(&Journal::Crash)?, [3]);
+        assert_eq!(mote_guest::encode(&Entity::Stop)?, [3]);
+        let arm = Remind::Arm {
+            tag: 4,
+            delay_ms: 10,
+        };
+        assert_eq!(mote_guest::encode(&arm)?, [0, 4, 10]);
+        assert_eq!(mote_guest::encode(&Remind::Fired(9))?, [3, 9]);
         Ok(())
     }
 

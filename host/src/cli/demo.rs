@@ -1,9 +1,11 @@
-//! `mote demo`: deploys the example actors and shows ping-pong and a small tree at work.
+//! `mote demo`: deploys the example actors and shows ping-pong, a small tree, supervision and
+//! durable entities at work.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::{ActorSystem, HostConfig, Probe, examples};
+use mote_host::{ActorSystem, EntityOptions, HostConfig, Probe, examples};
 use serde::{Deserialize, Serialize};
 
 /// Mirror of the example protocol's `Report` (postcard is positional, so the shape must match).
@@ -25,6 +27,21 @@ enum Relay {
 #[derive(Serialize)]
 enum Crash {
     Panic,
+}
+
+/// Mirror of the example protocol's `Entity`.
+#[derive(Serialize)]
+enum Entity {
+    Add(u64),
+    Get,
+}
+
+/// Mirror of the example protocol's `EntityValue`.
+#[derive(Deserialize)]
+struct EntityValue {
+    id: String,
+    total: u64,
+    activations: u64,
 }
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -56,8 +73,11 @@ fn print_tree(system: &ActorSystem) {
     }
 }
 
-pub(crate) async fn demo() -> anyhow::Result<()> {
-    let system = ActorSystem::new(HostConfig::new())?;
+pub(crate) async fn demo(db: &Path) -> anyhow::Result<()> {
+    let mut config = HostConfig::new();
+    config.storage(db);
+    let system = ActorSystem::new(config)?;
+    println!("database: {}", db.display());
     for name in [
         "pingpong",
         "counter",
@@ -65,6 +85,7 @@ pub(crate) async fn demo() -> anyhow::Result<()> {
         "tree",
         "supervisor",
         "crasher",
+        "entity",
     ] {
         let path = examples::path(name)
             .ok_or_else(|| anyhow!("this build of mote has no example actors"))?;
@@ -143,6 +164,8 @@ pub(crate) async fn demo() -> anyhow::Result<()> {
     );
     while next_report(&mut probe).await?.label != "restarted" {}
 
+    durable_entities(&system).await?;
+
     println!(
         "\nshutting down (dead letters seen: {})",
         system.dead_letter_count()
@@ -151,6 +174,70 @@ pub(crate) async fn demo() -> anyhow::Result<()> {
         .shutdown()
         .await
         .map_err(|alive| anyhow!("shutdown timed out: {}", alive.join(", ")))?;
+    Ok(())
+}
+
+/// Entities: `/user/counters/<id>` activates on its first message, commits every step to the
+/// database, passivates when idle and comes back with its state; totals survive a rerun.
+async fn durable_entities(system: &ActorSystem) -> anyhow::Result<()> {
+    println!(
+        "\n== durable entities: /user/counters/<id> activate on demand, commit each step, passivate after 200 ms idle"
+    );
+    let options = EntityOptions {
+        passivate_after: Some(Duration::from_millis(200)),
+        ..EntityOptions::default()
+    };
+    system.register_entity("counters", "entity", options)?;
+    let get = || async {
+        let reply = system
+            .ask(
+                "/user/counters/alice",
+                "Entity",
+                postcard::to_allocvec(&Entity::Get)?,
+                WAIT,
+            )
+            .await?;
+        let value: EntityValue = postcard::from_bytes(&reply.body).context("malformed value")?;
+        anyhow::Ok(value)
+    };
+    for n in [5, 7] {
+        system.tell(
+            "/user/counters/alice",
+            "Entity",
+            postcard::to_allocvec(&Entity::Add(n))?,
+        )?;
+    }
+    let value = get().await?;
+    println!(
+        "  {}: total {} after {} activation(s) (run the demo again: the total carries over)",
+        value.id, value.total, value.activations
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while system.lookup("/user/counters/alice").is_some() {
+        if tokio::time::Instant::now() > deadline {
+            bail!("alice did not passivate");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("  alice passivated: no instance left, state committed");
+    let again = get().await?;
+    println!(
+        "  reactivated by the next message: total {}, activation {}",
+        again.total, again.activations
+    );
+    if again.total != value.total {
+        bail!(
+            "reactivation lost state: {} before, {} after",
+            value.total,
+            again.total
+        );
+    }
+    if let Some(stats) = system.commit_stats() {
+        println!(
+            "  committed {} steps in {} transactions",
+            stats.steps, stats.transactions
+        );
+    }
     Ok(())
 }
 

@@ -11,6 +11,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+/// The database a host uses unless told otherwise: embedded redb in the current directory.
+pub(crate) const DEFAULT_DB: &str = "mote.redb";
+
 /// Mote: run actors compiled as WebAssembly components.
 #[derive(Parser)]
 #[command(name = "mote", version, about)]
@@ -35,6 +38,9 @@ enum Command {
         /// The control socket for `mote send/ask/tree`.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
+        /// The database file (default: the manifest's [storage] path, else ./mote.redb).
+        #[arg(long)]
+        db: Option<PathBuf>,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -69,8 +75,13 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
-    /// Run the built-in demo: ping-pong and a small tree of actors, printing what happens.
-    Demo,
+    /// Run the built-in demo: ping-pong, a small tree of actors and durable state, printing
+    /// what happens.
+    Demo {
+        /// The database file.
+        #[arg(long, default_value = DEFAULT_DB)]
+        db: PathBuf,
+    },
 }
 
 /// A message body given on the command line.
@@ -96,8 +107,12 @@ impl Body {
 
 async fn dispatch(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Run { manifest, control } => run::run(&manifest, control).await,
-        Command::Demo => demo::demo().await,
+        Command::Run {
+            manifest,
+            control,
+            db,
+        } => run::run(&manifest, control, db).await,
+        Command::Demo { db } => demo::demo(&db).await,
         Command::Send {
             to,
             kind,
@@ -170,7 +185,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo shows each ball of the ping-pong, which the guests log at debug level.
     let default_filter = match cli.command {
-        Command::Demo => "info,mote::guest=debug",
+        Command::Demo { .. } => "info,mote::guest=debug",
         Command::Run { .. } => "info",
         _ => "warn",
     };

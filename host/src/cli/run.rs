@@ -5,13 +5,32 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use mote_host::manifest::Manifest;
-use mote_host::{ActorSystem, HostConfig};
+use mote_host::{ActorSystem, EntityOptions, HostConfig};
 
-pub(crate) async fn run(manifest: &Path, control: PathBuf) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    manifest: &Path,
+    control: PathBuf,
+    db: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let manifest = Manifest::load(manifest)?;
-    let system = Arc::new(ActorSystem::new(HostConfig::new())?);
+    let mut config = HostConfig::new();
+    let db = db
+        .or(manifest.storage.clone())
+        .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));
+    config.storage(&db);
+    let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
         system.deploy_file(&module.name, &module.path)?;
+    }
+    for entity in &manifest.entities {
+        let options = EntityOptions {
+            passivate_after: entity.passivate_after,
+            ..EntityOptions::default()
+        };
+        let woken = system
+            .register_entity(&entity.kind, &entity.module, options)
+            .with_context(|| format!("cannot register entity kind {}", entity.kind))?;
+        tracing::info!(kind = %entity.kind, woken, "entity kind registered");
     }
     for actor in &manifest.actors {
         system

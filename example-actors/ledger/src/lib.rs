@@ -1,0 +1,133 @@
+//! Ledger: a chain of persistent actors for the crash test, a source sending `Inc`s to a relay
+//! that counts them and sends each count to a sink.
+//!
+//! Init: `<mode> ...`, one of
+//! - `source <n> <target-path>`: after recovery, while fewer than `n` were sent, it sends
+//!   itself `Next`; each `Next` (if still fewer than `n`) counts one more sent, saves a
+//!   snapshot, sends `Inc` to the target and, if still fewer than `n`, `Next` to itself;
+//! - `relay <target-path>`: each `Inc` adds one to `count` and `count` to `sum`, saves a
+//!   snapshot and sends `Count(count)` to the target;
+//! - `sink`: each `Count(n)` is journaled as an event, then taken if it is `count + 1`
+//!   (`count = n`, `sum += n`), counted in `dups` if at most `count`, else counted in `gaps`
+//!   and taken anyway. Every 64th event saves a snapshot and deletes the events it covers, so
+//!   recovery is a snapshot and a replay.
+//!
+//! Every mode replies to `Query` with its `LedgerState` (a source's `count` is how many it
+//! sent); other orders are ignored with a warning.
+
+use mote_example_protocol::{Ledger, LedgerState, init_arg, init_words};
+use mote_guest::{Actor, Context, Result};
+
+/// Events between two snapshots of the sink.
+const SNAPSHOT_EVERY: u64 = 64;
+
+/// What a ledger actor does with its orders.
+enum Mode {
+    /// Sends `n` increments to `target`.
+    Source { n: u64, target: String },
+    /// Counts increments and sends each count to `target`.
+    Relay { target: String },
+    /// Checks the counts it receives.
+    Sink,
+}
+
+/// A ledger actor: its mode and its durable state (a snapshot in every mode).
+struct Node {
+    mode: Mode,
+    state: LedgerState,
+}
+
+/// Takes count `n` into a sink's state: the rule shared by live counts and replayed events.
+fn take(state: &mut LedgerState, n: u64) {
+    if n <= state.count {
+        state.dups += 1;
+        return;
+    }
+    if n != state.count + 1 {
+        state.gaps += 1;
+    }
+    state.count = n;
+    state.sum += n;
+}
+
+impl Node {
+    /// A source's step: sends one more `Inc` unless all `n` are sent.
+    fn next(&mut self, ctx: &Context, n: u64, target: &str) -> Result<()> {
+        if self.state.count >= n {
+            return Ok(());
+        }
+        self.state.count += 1;
+        ctx.save_snapshot(&self.state)?;
+        ctx.tell_path(target, &Ledger::Inc)?;
+        if self.state.count < n {
+            ctx.tell(&ctx.myself(), &Ledger::Next)?;
+        }
+        Ok(())
+    }
+}
+
+impl Actor for Node {
+    type Msg = Ledger;
+
+    fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
+        let words = init_words(init);
+        let mode = match init_arg::<String>(&words, 0, "mode")?.as_str() {
+            "source" => Mode::Source {
+                n: init_arg(&words, 1, "n")?,
+                target: init_arg(&words, 2, "target-path")?,
+            },
+            "relay" => Mode::Relay {
+                target: init_arg(&words, 1, "target-path")?,
+            },
+            "sink" => Mode::Sink,
+            other => {
+                let why = format!("unknown mode `{other}` (source, relay or sink)");
+                return Err(mote_guest::Error::msg(why));
+            }
+        };
+        let state = match mode {
+            Mode::Sink => ctx
+                .recover::<LedgerState, u64>()?
+                .fold(LedgerState::default, take)?,
+            Mode::Source { .. } | Mode::Relay { .. } => {
+                ctx.recover_snapshot::<LedgerState>()?.unwrap_or_default()
+            }
+        };
+        ctx.debug(&format!("recovered {state:?}"));
+        if let Mode::Source { n, .. } = mode
+            && state.count < n
+        {
+            ctx.tell(&ctx.myself(), &Ledger::Next)?;
+        }
+        Ok(Self { mode, state })
+    }
+
+    fn receive(&mut self, ctx: &mut Context, msg: Ledger) -> Result<()> {
+        match (&self.mode, msg) {
+            (_, Ledger::Query) if ctx.sender().is_some() => ctx.reply(&self.state)?,
+            (_, Ledger::Query) => ctx.debug("ignoring a Query without a sender"),
+            (Mode::Source { n, target }, Ledger::Next) => {
+                let (n, target) = (*n, target.clone());
+                self.next(ctx, n, &target)?;
+            }
+            (Mode::Relay { target }, Ledger::Inc) => {
+                self.state.count += 1;
+                self.state.sum += self.state.count;
+                ctx.save_snapshot(&self.state)?;
+                ctx.tell_path(target, &Ledger::Count(self.state.count))?;
+            }
+            (Mode::Sink, Ledger::Count(n)) => {
+                let seq = ctx.persist(&n)?;
+                take(&mut self.state, n);
+                if seq % SNAPSHOT_EVERY == 0 {
+                    let covered = ctx.save_snapshot(&self.state)?;
+                    ctx.delete_events(covered)?;
+                }
+            }
+            (_, other) => ctx.warn(&format!("ignoring {other:?} in this mode")),
+        }
+        Ok(())
+    }
+}
+
+mote_guest::export_actor!(Node);
