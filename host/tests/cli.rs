@@ -3,8 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Runs `mote` in a directory of its own, so the default `./mote.redb` of concurrent runs
+/// never collide.
 fn mote(args: &[&str]) -> Output {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Command::new(env!("CARGO_BIN_EXE_mote"))
+        .current_dir(scratch(&format!("cwd-{run}")))
         .args(args)
         .env("RUST_LOG", "info")
         .output()
@@ -152,6 +157,7 @@ fn send_ask_and_tree_talk_to_a_running_host() {
     let socket_arg = socket.to_str().unwrap();
     let _host = Host(
         Command::new(env!("CARGO_BIN_EXE_mote"))
+            .current_dir(&dir)
             .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

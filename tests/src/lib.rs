@@ -96,3 +96,47 @@ pub async fn terminated(system: &ActorSystem, address: &mote_host::Address) {
         .await
         .unwrap_or_else(|_| panic!("{address} did not terminate within {DEADLINE:?}"));
 }
+
+/// Asks `to` with a typed request and decodes the typed reply, or panics after [`DEADLINE`].
+pub async fn ask_as<M: Message, R: Message>(system: &ActorSystem, to: &str, msg: &M) -> R {
+    let body = mote_guest::encode(msg).expect("encode");
+    let reply = system
+        .ask(to, M::KIND, body, DEADLINE)
+        .await
+        .unwrap_or_else(|e| panic!("ask {to}: {e}"));
+    mote_guest::decode(&reply.kind, &reply.body)
+        .unwrap_or_else(|e| panic!("unexpected reply {:?} from {to}: {e}", reply.kind))
+}
+
+/// A fresh, empty directory for one test's files (a database), removed when dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// Creates `<tmp>/mote-<label>-<pid>-<nanos>`.
+    pub fn new(label: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("mote-{label}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A host configuration with its database at `db`.
+pub fn durable_config(db: &std::path::Path) -> HostConfig {
+    let mut config = HostConfig::new();
+    config.storage(db);
+    config
+}
