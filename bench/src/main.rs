@@ -11,6 +11,11 @@
 //! - `timers`: 100,000 one-shot timers over one second: scheduling rate, median/p99 lateness.
 //! - `pubsub`: 1,000 subscriber actors, 1,000 publishes: deliveries/s (each also reported back).
 //! - `ask`: round-trip time of asks from outside to an actor.
+//! - `commit`: committed persistent steps/s of 1,000 journal actors with group commit, against
+//!   one transaction (fsync) per step in the same run.
+//! - `recovery`: time to recover a journal of 100,000 events (start + replay + first answer).
+//! - `activation`: ask latency of a passivated entity (activation + recovery) against a live one.
+//! - `persist`: commit, recovery and activation.
 //!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
@@ -18,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
-use mote_example_protocol::{Counter, Crash, Report, Seq};
+use mote_example_protocol::{Counter, Crash, Entity, Journal, JournalState, Report, Seq};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, Probe, examples};
 
@@ -42,6 +47,9 @@ struct Args {
     /// Epoch tick in microseconds (the host default is 1000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
+    /// Where the persistence workloads put their databases (default: the system temp dir).
+    #[arg(long)]
+    db_dir: Option<std::path::PathBuf>,
 }
 
 const WAIT: Duration = Duration::from_secs(600);
@@ -67,6 +75,14 @@ fn main() -> anyhow::Result<()> {
             "timers" => timers(&args).await,
             "pubsub" => pubsub(&args).await,
             "ask" => ask(&args).await,
+            "commit" => commit(&args).await,
+            "recovery" => recovery(&args).await,
+            "activation" => activation(&args).await,
+            "persist" => {
+                commit(&args).await?;
+                recovery(&args).await?;
+                activation(&args).await
+            }
             "all" => {
                 w1(&args).await?;
                 w2(&args).await?;
@@ -75,7 +91,10 @@ fn main() -> anyhow::Result<()> {
                 restart(&args).await?;
                 timers(&args).await?;
                 pubsub(&args).await?;
-                ask(&args).await
+                ask(&args).await?;
+                commit(&args).await?;
+                recovery(&args).await?;
+                activation(&args).await
             }
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, epoch, restart, timers, pubsub, ask or all"
@@ -441,4 +460,173 @@ async fn ask(args: &Args) -> anyhow::Result<()> {
     );
     system.shutdown().await.ok();
     Ok(())
+}
+
+/// A fresh database file for one measurement.
+fn fresh_db(args: &Args, name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let dir = args
+        .db_dir
+        .clone()
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("mote-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.redb"));
+    let _ = std::fs::remove_file(&path);
+    Ok(path)
+}
+
+/// Steps/s of `actors` journal actors each persisting `per_actor` events, one step each, with
+/// at most `group` steps per transaction; also the average steps per transaction.
+async fn steps_per_sec(
+    args: &Args,
+    group: usize,
+    actors: usize,
+    per_actor: u64,
+) -> anyhow::Result<(f64, f64)> {
+    let db = fresh_db(args, &format!("commit-{group}"))?;
+    let mut config = HostConfig::new();
+    config.storage(&db).group_commit(group);
+    let system = system_with(args, config, &["journal"])?;
+    for i in 0..actors {
+        system.spawn(&format!("j{i}"), "journal", b"0")?;
+    }
+    let stats = || system.commit_stats().unwrap_or_default();
+    let before = stats();
+    let target = actors as u64 * per_actor;
+    let start = Instant::now();
+    for round in 0..per_actor {
+        let body = encode(&Journal::Append(round))?;
+        for i in 0..actors {
+            system.tell(&format!("/user/j{i}"), Journal::KIND, body.clone())?;
+        }
+    }
+    while stats().steps - before.steps < target {
+        if start.elapsed() > WAIT {
+            bail!("commits stalled");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let after = stats();
+    let per_txn = (after.steps - before.steps) as f64
+        / (after.transactions - before.transactions).max(1) as f64;
+    system.shutdown().await.ok();
+    let _ = std::fs::remove_file(&db);
+    Ok((target as f64 / secs, per_txn))
+}
+
+async fn commit(args: &Args) -> anyhow::Result<()> {
+    let (grouped, per_txn) = steps_per_sec(args, 1024, 1000, 100).await?;
+    let (single, _) = steps_per_sec(args, 1, 1000, 3).await?;
+    println!(
+        "RESULT runtime=mote workload=commit group_commit_steps_per_sec={grouped:.0} \
+         steps_per_transaction={per_txn:.1} fsync_per_step_steps_per_sec={single:.0} ratio={:.1}",
+        grouped / single
+    );
+    Ok(())
+}
+
+async fn recovery(args: &Args) -> anyhow::Result<()> {
+    const EVENTS: u64 = 100_000;
+    let db = fresh_db(args, "recovery")?;
+    let mut config = HostConfig::new();
+    config.storage(&db);
+    {
+        let system = system_with(args, config.clone(), &["journal"])?;
+        system.spawn("j", "journal", b"0")?;
+        for chunk in 0..EVENTS / 1000 {
+            let range = Journal::AppendRange {
+                from: chunk * 1000,
+                count: 1000,
+            };
+            system.tell("/user/j", Journal::KIND, encode(&range)?)?;
+        }
+        let state = journal_state(&system).await?;
+        if state.values.len() as u64 != EVENTS {
+            bail!("journal holds {} events", state.values.len());
+        }
+        system.shutdown().await.ok();
+    }
+    // Baseline in the same run: an actor with nothing to recover.
+    let empty = fresh_db(args, "recovery-empty")?;
+    let mut empty_config = HostConfig::new();
+    empty_config.storage(&empty);
+    let mut timed = Vec::new();
+    for config in [empty_config, config] {
+        let system = system_with(args, config, &["journal"])?;
+        let start = Instant::now();
+        system.spawn("j", "journal", b"0")?;
+        let state = journal_state(&system).await?;
+        timed.push((start.elapsed().as_secs_f64(), state.replayed));
+        system.shutdown().await.ok();
+    }
+    let (base, _) = timed[0];
+    let (full, replayed) = timed[1];
+    println!(
+        "RESULT runtime=mote workload=recovery events={replayed} recovery_ms={:.1} \
+         empty_start_ms={:.2} events_per_sec={:.0}",
+        full * 1e3,
+        base * 1e3,
+        replayed as f64 / (full - base).max(1e-9)
+    );
+    let _ = std::fs::remove_file(&db);
+    let _ = std::fs::remove_file(&empty);
+    Ok(())
+}
+
+async fn activation(args: &Args) -> anyhow::Result<()> {
+    let db = fresh_db(args, "activation")?;
+    let mut config = HostConfig::new();
+    config.storage(&db);
+    let system = system_with(args, config, &["entity"])?;
+    let options = mote_host::EntityOptions {
+        passivate_after: Some(Duration::from_millis(20)),
+        ..Default::default()
+    };
+    system.register_entity("e", "entity", options)?;
+    let get = encode(&Entity::Get)?;
+    let ask = |path: &'static str| system.ask(path, Entity::KIND, get.clone(), WAIT);
+    // Live: many asks in a row keep the entity active.
+    ask("/user/e/live").await?;
+    let live_n = 2000;
+    let start = Instant::now();
+    for _ in 0..live_n {
+        ask("/user/e/live").await?;
+    }
+    let live_us = start.elapsed().as_secs_f64() / f64::from(live_n) * 1e6;
+    // Passivated: wait for it to go, then one ask activates and recovers it.
+    let mut samples = Vec::new();
+    ask("/user/e/idle").await?;
+    for _ in 0..200 {
+        let deadline = Instant::now() + WAIT;
+        while system.lookup("/user/e/idle").is_some() {
+            if Instant::now() > deadline {
+                bail!("the entity never passivated");
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let start = Instant::now();
+        ask("/user/e/idle").await?;
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    samples.sort_by(f64::total_cmp);
+    let median = samples[samples.len() / 2];
+    let p99 = samples[samples.len() * 99 / 100];
+    println!(
+        "RESULT runtime=mote workload=activation live_ask_us={live_us:.1} \
+         passivated_ask_median_us={median:.0} p99_us={p99:.0} ratio={:.1}",
+        median / live_us
+    );
+    system.shutdown().await.ok();
+    let _ = std::fs::remove_file(&db);
+    Ok(())
+}
+
+/// The state of the journal actor at /user/j.
+async fn journal_state(system: &ActorSystem) -> anyhow::Result<JournalState> {
+    let reply = system
+        .ask("/user/j", Journal::KIND, encode(&Journal::Query)?, WAIT)
+        .await?;
+    mote_guest::decode::<JournalState>(&reply.kind, &reply.body)
+        .map_err(|e| anyhow!("bad journal state: {e}"))
 }

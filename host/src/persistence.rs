@@ -524,8 +524,18 @@ impl Durable {
     }
 
     /// Takes the current step; `consumed` is the durable message the call handled, if any.
+    ///
+    /// A step that changed no durable state and consumed no durable message commits nothing:
+    /// its input leaves no trace a crash could contradict, so its messages are released at
+    /// once, exactly as durable as that input was (a query's reply costs no fsync).
     pub(crate) fn take_step(&mut self, store: &Store, consumed: Option<Receipt>) -> Pending {
         let step = std::mem::take(&mut self.step);
+        if step.ops.is_empty() && consumed.is_none() {
+            return Pending {
+                write: StepWrite::default(),
+                effects: step.effects,
+            };
+        }
         let sends = step
             .effects
             .iter()

@@ -47,13 +47,7 @@ impl Actor for Values {
 
     fn receive(&mut self, ctx: &mut Context, msg: Journal) -> Result<()> {
         match msg {
-            Journal::Append(value) => {
-                let seq = ctx.persist(&value)?;
-                self.state.values.push(value);
-                if self.snapshot_every > 0 && seq % self.snapshot_every == 0 {
-                    ctx.save_snapshot(&self.state.values)?;
-                }
-            }
+            Journal::Append(value) => self.append(ctx, value)?,
             Journal::Query if ctx.sender().is_some() => ctx.reply(&self.state)?,
             Journal::Query => ctx.debug("ignoring a Query without a sender"),
             Journal::Forget => {
@@ -61,9 +55,26 @@ impl Actor for Values {
                 ctx.stop_self();
             }
             Journal::Crash => panic!("journal: crash requested"),
+            Journal::AppendRange { from, count } => {
+                for value in from..from.saturating_add(count) {
+                    self.append(ctx, value)?;
+                }
+            }
         }
         Ok(())
     }
 }
 
 mote_guest::export_actor!(Values);
+
+impl Values {
+    /// Journals one value; every `snapshot_every` events the values become a snapshot.
+    fn append(&mut self, ctx: &mut Context, value: u64) -> Result<()> {
+        let seq = ctx.persist(&value)?;
+        self.state.values.push(value);
+        if self.snapshot_every > 0 && seq % self.snapshot_every == 0 {
+            ctx.save_snapshot(&self.state.values)?;
+        }
+        Ok(())
+    }
+}

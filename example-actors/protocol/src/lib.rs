@@ -212,6 +212,13 @@ pub enum Journal {
     Forget,
     /// Panics, for its supervisor to restart it from the store.
     Crash,
+    /// Journals `count` values `from, from + 1, ...` in one step (one commit).
+    AppendRange {
+        /// The first value.
+        from: u64,
+        /// How many values.
+        count: u64,
+    },
 }
 
 /// The journal's state, in answer to `Journal::Query`.
