@@ -330,3 +330,29 @@ async fn a_hundred_thousand_entities_addressed_once_each_with_bounded_live_insta
     eprintln!("100k entities: at most {most_live} live at once");
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_save_is_an_error_the_actor_sees_and_nothing_is_half_written() {
+    let dir = TempDir::new("too-large");
+    let mut config = durable_config(&dir.join("mote.redb"));
+    // Room for a snapshot of two values, not three.
+    config.max_state_bytes(3);
+    let system = system_configured(config, &["journal"]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("j", "journal", b"1").unwrap();
+    tell(&system, "/user/j", &Journal::Append(1));
+    tell(&system, "/user/j", &Journal::Append(2));
+    assert_eq!(journal_state(&system, "/user/j").await.values, vec![1, 2]);
+    // The third snapshot is refused: `save_snapshot` returns the error, the journal's receive
+    // fails with it, and the step (its event too) is not committed.
+    tell(&system, "/user/j", &Journal::Append(300));
+    let decision = next_decision(&mut decisions).await;
+    assert!(decision.error.contains("too large"), "{}", decision.error);
+    let state = journal_state(&system, "/user/j").await;
+    assert_eq!(
+        state.values,
+        vec![1, 2],
+        "the failed step left nothing behind"
+    );
+    system.shutdown().await.unwrap();
+}

@@ -176,7 +176,7 @@ fn run(
                 next = rx.try_recv().ok();
             }
         }
-        let result = write(store, &steps, &acks);
+        let result = write(store, &steps, &acks, !flushes.is_empty());
         if let Err(e) = &result {
             tracing::error!(error = %e, steps = steps.len(), "commit failed");
         } else if !steps.is_empty() {
@@ -195,17 +195,20 @@ fn run(
     }
 }
 
+/// Writes one transaction. It is durable (fsync) if it holds a step or a flush asked for it;
+/// acknowledgements alone need no fsync (losing them only means a redelivery), and the next
+/// durable commit makes them durable too.
 fn write(
     store: &Store,
     steps: &[(StepWrite, oneshot::Sender<Result<(), StoreError>>)],
     acks: &[Receipt],
+    flush: bool,
 ) -> Result<(), StoreError> {
-    if steps.is_empty() && acks.is_empty() {
+    if steps.is_empty() && acks.is_empty() && !flush {
         return Ok(());
     }
     let mut txn = store.write()?;
-    if steps.is_empty() {
-        // Acknowledgements alone need no fsync: losing them only means a redelivery.
+    if steps.is_empty() && !flush {
         txn.set_durability(Durability::None)
             .map_err(StoreError::storage)?;
     }
