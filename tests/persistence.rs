@@ -107,14 +107,20 @@ async fn deleted_state_is_gone_for_the_next_incarnation() {
     system.shutdown().await.unwrap();
 }
 
+/// A host on `db` with the reminder actor at /user/r reporting to the probe /system/p.
+fn reminder_host(db: &std::path::Path) -> (ActorSystem, mote_host::Probe) {
+    let system = system_configured(durable_config(db), &["reminder"]);
+    let probe = system.probe("p").unwrap();
+    system.spawn("r", "reminder", b"/system/p").unwrap();
+    (system, probe)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_timer_fires_after_a_host_restart() {
     let dir = TempDir::new("reminder");
     let db = dir.join("mote.redb");
     {
-        let system = system_configured(durable_config(&db), &["reminder"]);
-        let mut probe = system.probe("p").unwrap();
-        system.spawn("r", "reminder", b"/system/p").unwrap();
+        let (system, mut probe) = reminder_host(&db);
         // Long enough that this host is gone before it is due.
         tell(
             &system,
@@ -128,18 +134,14 @@ async fn a_durable_timer_fires_after_a_host_restart() {
         system.shutdown().await.unwrap();
     }
     {
-        let system = system_configured(durable_config(&db), &["reminder"]);
-        let mut probe = system.probe("p").unwrap();
-        system.spawn("r", "reminder", b"/system/p").unwrap();
+        let (system, mut probe) = reminder_host(&db);
         let fired = report_labelled(&mut probe, "fired").await;
         assert_eq!(fired.value, 7);
         system.shutdown().await.unwrap();
     }
     // Fired and acknowledged: a third host does not fire it again. A fresh short reminder is the
     // fence: had tag 7 been left, it would have been due at once, before tag 8.
-    let system = system_configured(durable_config(&db), &["reminder"]);
-    let mut probe = system.probe("p").unwrap();
-    system.spawn("r", "reminder", b"/system/p").unwrap();
+    let (system, mut probe) = reminder_host(&db);
     tell(
         &system,
         "/user/r",
