@@ -78,6 +78,6 @@ async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_taken
     let relay = std::fs::read(mote_host::examples::path("relay").unwrap()).unwrap();
     assert!(matches!(
         system.deploy("counter", &relay),
-        Err(ModuleError::NameTaken(_))
+        Err(ModuleError::VersionTaken { .. })
     ));
 }

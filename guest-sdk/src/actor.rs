@@ -1,10 +1,10 @@
 //! The [`Actor`] trait that user code implements, and the [`export_actor!`](crate::export_actor!)
-//! macro that exposes one as the component's `actor` and `supervisor` exports.
+//! macro that exposes one as the component's `actor`, `supervisor` and `upgrade` exports.
 
 use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
 use crate::context::Context;
 use crate::dead_letter::DeadLetter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::{Envelope, Message};
 
 /// An actor: state created by `start`, then one `receive` per message of its kind.
@@ -14,6 +14,9 @@ use crate::message::{Envelope, Message};
 ///
 /// While a [`Behavior`](crate::Behavior) pushed by [`Context::become_`] is on top of the
 /// behaviour stack, it handles `Self::Msg` instead of `receive`.
+///
+/// In a hot swap, `save_state` hands the state to the new version's `migrate`, which runs
+/// instead of `start` (see [`upgrade`](crate::upgrade)).
 pub trait Actor: Sized + 'static {
     /// The message type this actor expects; other kinds go to [`Actor::unhandled`].
     type Msg: Message;
@@ -73,9 +76,32 @@ pub trait Actor: Sized + 'static {
     fn stopping(&mut self, ctx: &mut Context, reason: StopReason) {
         let _ = (ctx, reason);
     }
+
+    /// The state to hand to the next version of this module when the host upgrades the actor
+    /// (see [`upgrade`](crate::upgrade)), typically [`crate::state`]`(&self.field)`.
+    ///
+    /// `Ok(None)`, the default, starts the new version afresh with `start`; `Ok(Some(bytes))`
+    /// goes to its [`Actor::migrate`]. An error traps, which the host takes as a failure of this
+    /// instance. It must not depend on changing `self`: if the new version refuses the state,
+    /// this instance keeps running.
+    fn save_state(&self) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Creates the actor, instead of `start`, from the state the previous version's
+    /// `save_state` returned, typically with [`crate::from_state`]; `from_version` is that
+    /// module's version. An error refuses the upgrade: the old instance keeps running. The
+    /// default refuses any state.
+    fn migrate(ctx: &mut Context, from_version: &str, state: &[u8]) -> Result<Self> {
+        let _ = (ctx, state);
+        Err(Error::msg(format!(
+            "this actor does not migrate state from version `{from_version}`"
+        )))
+    }
 }
 
-/// Exports an [`Actor`] type as this component's `actor` and `supervisor` interfaces.
+/// Exports an [`Actor`] type as this component's `actor`, `supervisor` and `upgrade`
+/// interfaces (world `upgradable-actor-world`).
 ///
 /// Use it once per crate, at the top level: `mote_guest::export_actor!(MyActor);`. The crate
 /// needs no dependency but `mote-guest`.
@@ -115,6 +141,19 @@ macro_rules! export_actor {
                     error: ::std::string::String,
                 ) -> ::core::option::Option<$crate::Directive> {
                     $crate::__private::supervise::<$ty>(&MOTE_ACTOR_STATE, &child, &error)
+                }
+            }
+
+            impl $crate::bindings::exports::mote::actor::upgrade::Guest for MoteActorExport {
+                fn save_state() -> ::core::option::Option<::std::vec::Vec<u8>> {
+                    $crate::__private::save_state::<$ty>(&MOTE_ACTOR_STATE)
+                }
+
+                fn migrate(
+                    from_version: ::std::string::String,
+                    state: ::std::vec::Vec<u8>,
+                ) -> ::core::result::Result<(), ::std::string::String> {
+                    $crate::__private::migrate::<$ty>(&MOTE_ACTOR_STATE, &from_version, &state)
                 }
             }
 

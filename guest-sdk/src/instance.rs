@@ -31,6 +31,20 @@ impl<A: Actor> Instance<A> {
     pub fn start(init: &[u8]) -> Result<Self> {
         let mut ctx = Context::new(None);
         let actor = A::start(&mut ctx, init)?;
+        Self::install(actor, &mut ctx)
+    }
+
+    /// Runs [`Actor::migrate`] instead of `start` in a hot swap, and sets the instance up as
+    /// `start` would: no stash, the behaviour changes `migrate` requested applied.
+    pub fn migrate(from_version: &str, state: &[u8]) -> Result<Self> {
+        let mut ctx = Context::new(None);
+        let actor = A::migrate(&mut ctx, from_version, state)?;
+        Self::install(actor, &mut ctx)
+    }
+
+    /// A fresh instance around a new actor, with the behaviour changes its creating hook
+    /// requested through `ctx`.
+    fn install(actor: A, ctx: &mut Context) -> Result<Self> {
         let mut instance = Self {
             actor,
             behaviors: Vec::new(),
@@ -39,6 +53,16 @@ impl<A: Actor> Instance<A> {
         };
         instance.apply(ctx.take_requests(), None)?;
         Ok(instance)
+    }
+
+    /// Runs [`Actor::save_state`]; changes nothing.
+    pub fn save_state(&self) -> Result<Option<Vec<u8>>> {
+        self.actor.save_state()
+    }
+
+    /// How many messages a hot swap would drop: stashed ones and ones left after a failure.
+    pub fn pending(&self) -> usize {
+        self.stash.len() + self.ready.len()
     }
 
     /// Handles a new message after any left over, and every message unstashed meanwhile;
@@ -265,6 +289,49 @@ mod tests {
         }
     }
 
+    /// A counter that carries its count across a hot swap; migrated from version "loud", it
+    /// starts with a behaviour that counts double.
+    struct Keeper {
+        count: u64,
+    }
+
+    impl Keeper {
+        fn double(&mut self, _ctx: &mut Context, msg: Door) -> Result<()> {
+            if let Door::Item(n) = msg {
+                self.count += 2 * u64::from(n);
+            }
+            Ok(())
+        }
+    }
+
+    impl Actor for Keeper {
+        type Msg = Door;
+
+        fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+            Ok(Self { count: 0 })
+        }
+
+        fn receive(&mut self, _ctx: &mut Context, msg: Door) -> Result<()> {
+            if let Door::Item(n) = msg {
+                self.count += u64::from(n);
+            }
+            Ok(())
+        }
+
+        fn save_state(&self) -> Result<Option<Vec<u8>>> {
+            crate::state(&self.count)
+        }
+
+        fn migrate(ctx: &mut Context, from_version: &str, state: &[u8]) -> Result<Self> {
+            if from_version == "loud" {
+                ctx.become_(Self::double);
+            }
+            Ok(Self {
+                count: crate::from_state(state)?,
+            })
+        }
+    }
+
     fn path(address: Option<&Address>) -> String {
         address.map(|a| a.path.clone()).unwrap_or_default()
     }
@@ -458,6 +525,66 @@ mod tests {
         })?;
         assert_eq!(gate.actor.dead, [letter]);
         assert!(items(&gate).is_empty() && gate.stash.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn by_default_no_state_is_saved_and_none_is_taken() -> Result<()> {
+        let gate = Instance::<Gate>::start(b"")?;
+        assert_eq!(gate.save_state()?, None);
+        let error = Instance::<Gate>::migrate("1.0", &[])
+            .err()
+            .map(String::from);
+        assert_eq!(
+            error.as_deref(),
+            Some("this actor does not migrate state from version `1.0`")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn saved_state_goes_to_migrate() -> Result<()> {
+        let mut old = Instance::<Keeper>::start(b"")?;
+        old.receive(Envelope::of(None, &Door::Item(5))?)?;
+        let saved = old.save_state()?.unwrap_or_default();
+        assert_eq!(saved, [5]);
+        let mut new = Instance::<Keeper>::migrate("1", &saved)?;
+        assert_eq!(new.actor.count, 5);
+        assert!(new.behaviors.is_empty() && new.pending() == 0);
+        new.receive(Envelope::of(None, &Door::Item(1))?)?;
+        assert_eq!(new.actor.count, 6);
+        old.receive(Envelope::of(None, &Door::Item(1))?)?;
+        assert_eq!(old.actor.count, 6, "saving changed nothing");
+        Ok(())
+    }
+
+    #[test]
+    fn migrate_may_choose_the_first_behaviour() -> Result<()> {
+        let mut new = Instance::<Keeper>::migrate("loud", &[3])?;
+        assert_eq!(new.behaviors.len(), 1);
+        new.receive(Envelope::of(None, &Door::Item(2))?)?;
+        assert_eq!(new.actor.count, 7);
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_state_refuses_the_upgrade() {
+        let error = Instance::<Keeper>::migrate("1", &[3, 0])
+            .err()
+            .map(String::from);
+        assert_eq!(
+            error.as_deref(),
+            Some("malformed carried state: 1 trailing bytes")
+        );
+    }
+
+    #[test]
+    fn pending_counts_what_an_upgrade_would_drop() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        assert_eq!(gate.pending(), 0);
+        send(&mut gate, "/a", Door::Item(1))?;
+        send(&mut gate, "/a", Door::Item(2))?;
+        assert_eq!(gate.pending(), 2);
         Ok(())
     }
 }

@@ -5,11 +5,12 @@
 //! `receive` handles each message of its [`Message`] type, `unhandled` sees every other kind
 //! and `stopping` runs once at the end; `supervise` has a say over a failed child and
 //! `terminated` hears of watched actors' ends, `dead_letter` of undeliverable messages and
-//! `answered` and `ask_timeout` of asks. Every hook gets a [`Context`] to reply, send, spawn
+//! `answered` and `ask_timeout` of asks; `save_state` and `migrate` carry the state across a hot
+//! swap. Every hook gets a [`Context`] to reply, send, spawn
 //! and watch children, stop actors, schedule timers, publish and subscribe, join groups, ask,
 //! switch behaviour, stash messages, persist state and events, set durable reminders and log.
 //! [`export_actor!`] turns the type into the component's exports (world
-//! `supervising-actor-world`).
+//! `upgradable-actor-world`).
 //!
 //! Modules:
 //! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec,
@@ -21,6 +22,7 @@
 //! - [`persistence`]: snapshots, the event journal, [`Recovery`] and durable reminders;
 //! - [`dead_letter`]: [`DeadLetter`] and its codec;
 //! - [`behavior`]: [`Behavior`], `become_`/`unbecome` and the stash;
+//! - [`upgrade`]: hot swap, [`state`] and [`from_state`];
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
 //! - [`error`]: [`Error`] and [`Result`];
 //! - [`bindings`]: the raw `wit-bindgen` bindings.
@@ -89,6 +91,17 @@
 //! kind is the actor's `Msg`, else `unhandled`), so a simple actor just sees replies in
 //! `receive`, with `ctx.sender().incarnation` as the ask id; override it to match replies to
 //! asks. The asked actor needs nothing special: it replies to its sender as usual.
+//!
+//! # Hot swap
+//!
+//! The host may upgrade a running actor to a new version of its module between two messages;
+//! the actor keeps its address, mailbox, children, timers and subscriptions. By default the new
+//! version starts afresh (`start` with the original init). To carry the state, the old version
+//! returns it from [`Actor::save_state`] (e.g. `mote_guest::state(&self.count)`) and the new
+//! version rebuilds itself from it in [`Actor::migrate`] (e.g. `mote_guest::from_state(state)`),
+//! which runs instead of `start`; if `migrate` fails, the old instance keeps running. An error
+//! in `save_state` traps. Behaviours and the stash do not carry over. See [`upgrade`] for the
+//! details and an example.
 //!
 //! # Example
 //!
@@ -271,6 +284,7 @@ mod routing;
 mod runtime;
 pub mod supervision;
 pub mod timers;
+pub mod upgrade;
 
 pub use actor::Actor;
 pub use behavior::Behavior;
@@ -288,10 +302,11 @@ pub use messaging::DEAD_LETTERS_TOPIC;
 pub use persistence::{Events, Recovery};
 /// The serde version message types must derive against.
 pub use serde;
+pub use upgrade::{from_state, state};
 
 /// Items used by the macros' expansions; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::instance::Instance;
-    pub use crate::runtime::{State, receive, start, stopping, supervise};
+    pub use crate::runtime::{State, migrate, receive, save_state, start, stopping, supervise};
 }

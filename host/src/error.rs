@@ -79,12 +79,58 @@ pub enum ModuleError {
         /// What is missing or mismatched.
         reason: String,
     },
-    /// A module with that name is already deployed with other bytes.
-    #[error("a module named {0:?} is already deployed")]
-    NameTaken(String),
-    /// The module name breaks the naming rules.
-    #[error("invalid module name {0:?}: use 1-64 characters from A-Z a-z 0-9 _ -")]
+    /// That name and version are already deployed with other bytes.
+    #[error(
+        "module {name:?} version {version:?} is already deployed with other bytes; deploy them \
+         under a new version"
+    )]
+    VersionTaken {
+        /// The module name.
+        name: String,
+        /// The version.
+        version: String,
+    },
+    /// The module name or version breaks the naming rules.
+    #[error("invalid {0}: use 1-64 characters from A-Z a-z 0-9 _ - . (not starting with .)")]
     InvalidName(String),
+    /// The component was built against an incompatible version of the `mote:actor` contract.
+    #[error(
+        "module {name:?} was built against mote:actor@{found} (`{item}`), but this host provides \
+         mote:actor@{host}: rebuild it against mote:actor@{host}"
+    )]
+    ContractVersion {
+        /// The module name.
+        name: String,
+        /// The contract version the component names.
+        found: String,
+        /// The contract version of this host.
+        host: String,
+        /// The import or export that names it.
+        item: String,
+    },
+    /// No such module, or no such version of it.
+    #[error("no module {name:?}{} is deployed", version.as_deref().map(|v| format!(" version {v:?}")).unwrap_or_default())]
+    Unknown {
+        /// The module name.
+        name: String,
+        /// The version asked for.
+        version: Option<String>,
+    },
+    /// Actors still run the module version that was to be removed.
+    #[error(
+        "module {name:?} version {version:?} still runs {actors} actor(s); stop or upgrade them first"
+    )]
+    InUse {
+        /// The module name.
+        name: String,
+        /// The version.
+        version: String,
+        /// How many live actors run it.
+        actors: usize,
+    },
+    /// The module registry in the database could not be updated.
+    #[error("cannot record the module in the database: {0}")]
+    Store(String),
 }
 
 /// A spawn was refused.

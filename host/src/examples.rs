@@ -35,4 +35,7 @@ pub const NAMES: &[&str] = &[
     "journal",
     "entity",
     "reminder",
+    "versioned_v1",
+    "versioned_v2",
+    "versioned_v3",
 ];

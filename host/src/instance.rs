@@ -106,6 +106,26 @@ impl ActorState {
     }
 }
 
+impl ActorState {
+    /// The store data for a new version of this actor: the same address, parent, limits,
+    /// children, supervision bookkeeping, watches and persistence id; a fresh sandbox.
+    pub(crate) fn successor(&self) -> ActorState {
+        let mut next = ActorState::new(
+            self.shared.clone(),
+            self.me.clone(),
+            self.parent.clone(),
+            self.limits,
+            self.watching.clone(),
+            None,
+        );
+        next.children = self.children.clone();
+        next.supervisor = self.supervisor.clone();
+        next.pid = self.pid.clone();
+        next.durable = self.durable.as_ref().map(Durable::successor);
+        next
+    }
+}
+
 impl WasiView for ActorState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -167,12 +187,15 @@ impl std::fmt::Display for Failure {
 }
 
 type SuperviseFunc = TypedFunc<(WitAddress, String), (Option<WitDirective>,)>;
+type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
+type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
 
 /// A live wasm instance of one actor.
 pub(crate) struct ActorInstance {
     pub(crate) store: Store<ActorState>,
     bindings: ActorWorld,
     supervise: Option<SuperviseFunc>,
+    upgrade: Option<(SaveStateFunc, MigrateFunc)>,
     slice_ticks: u64,
     /// Set once a call trapped: the instance can no longer be entered.
     pub(crate) poisoned: bool,
@@ -218,10 +241,26 @@ impl ActorInstance {
             ),
             None => None,
         };
+        let upgrade = match module.upgrade {
+            Some(exports) => {
+                let save = instance
+                    .get_typed_func::<(), (Option<Vec<u8>>,)>(&mut store, exports.save_state)
+                    .map_err(|e| Failure::Trap(format!("bad save-state export: {e:#}")))?;
+                let migrate = instance
+                    .get_typed_func::<(String, Vec<u8>), (Result<(), String>,)>(
+                        &mut store,
+                        exports.migrate,
+                    )
+                    .map_err(|e| Failure::Trap(format!("bad migrate export: {e:#}")))?;
+                Some((save, migrate))
+            }
+            None => None,
+        };
         Ok(ActorInstance {
             store,
             bindings,
             supervise,
+            upgrade,
             slice_ticks,
             poisoned: false,
         })
@@ -302,6 +341,39 @@ impl ActorInstance {
                 Err(Failure::Trap(format!("supervise: {}", trap.root_cause())))
             }
         }
+    }
+
+    /// Whether this instance exports the `upgrade` state hooks.
+    pub(crate) fn upgradable(&self) -> bool {
+        self.upgrade.is_some()
+    }
+
+    /// Asks the instance for the state to carry into a new version (`None` without the hooks).
+    pub(crate) async fn save_state(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        let Some((save, _)) = self.upgrade else {
+            return Ok(None);
+        };
+        self.begin_call();
+        match save.call_async(&mut self.store, ()).await {
+            Ok((state,)) => Ok(state),
+            Err(trap) => {
+                self.poisoned = true;
+                Err(Failure::Trap(format!("save-state: {}", trap.root_cause())))
+            }
+        }
+    }
+
+    /// Hands the state of an old version to this (new) instance, instead of `start`.
+    pub(crate) async fn migrate(&mut self, from: &str, state: Vec<u8>) -> Result<(), Failure> {
+        let Some((_, migrate)) = self.upgrade else {
+            return Err(Failure::Error("the new version has no migrate hook".into()));
+        };
+        self.begin_call();
+        let result = migrate
+            .call_async(&mut self.store, (from.to_owned(), state))
+            .await
+            .map(|(r,)| r);
+        self.flatten(result)
     }
 
     fn flatten(&mut self, result: wasmtime::Result<Result<(), String>>) -> Result<(), Failure> {

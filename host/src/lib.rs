@@ -18,7 +18,7 @@
 //! - `imports`: the host imports an actor sees (`host`, `supervision`).
 //! - [`supervisor`]: strategies, directives, restart intensity and backoff.
 //! - `guest_output`: guest stdout/stderr into the host log.
-//! - `module`: deployed `.wasm` components, checked against the world, compiled once.
+//! - [`module`]: the module registry: versions, content hashes, the compiled cache, contract checks.
 //! - `registry`: live actors by path; sibling names unique.
 //! - [`address`]: paths, names, relative selection.
 //! - [`deadletters`]: undeliverable messages, counted, logged and published.
@@ -34,6 +34,7 @@
 //! - `committer`: group commit, one thread folding concurrent steps into one transaction.
 //! - `persistence`: the `persistence` import, steps and commit before effects.
 //! - [`entities`]: virtual actors activated by message and passivated when idle.
+//! - [`upgrade`]: hot swap of running actors to another module version, rolling.
 //! - [`examples`]: paths of the example actors built with this crate (demo, tests, bench).
 //!
 //! ```no_run
@@ -66,7 +67,7 @@ mod mailbox;
 pub mod manifest;
 mod message;
 pub mod messaging;
-mod module;
+pub mod module;
 mod persistence;
 mod pubsub;
 mod registry;
@@ -74,6 +75,7 @@ pub mod store;
 pub mod supervisor;
 pub mod system;
 mod timers;
+pub mod upgrade;
 
 /// Tunes glibc's allocator for a host process: no heap trimming and no per-allocation `mmap`
 /// for large blocks. Both return memory to the kernel eagerly, and each time every core must
@@ -98,6 +100,8 @@ pub use entities::EntityOptions;
 pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
 pub use message::{Envelope, StopReason};
 pub use messaging::DEAD_LETTER_KIND;
+pub use module::{CONTRACT_VERSION, DEFAULT_VERSION, ModuleInfo, ModuleStats};
 pub use store::{SCHEMA_VERSION, StoreError};
 pub use supervisor::{Directive, Scope, Strategy};
 pub use system::{ActorInfo, ActorSystem, Probe, SpawnOptions, SupervisionEvent, TERMINATED_KIND};
+pub use upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};

@@ -10,14 +10,15 @@
 //!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
 //!   dead letter too.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
+use crate::module::Module;
 use crate::supervisor::Directive;
 
 /// What travels on the user lane.
@@ -48,6 +49,8 @@ pub(crate) enum SystemMsg {
     Watch(Address),
     /// Another actor no longer watches this one.
     Unwatch(Address),
+    /// Swap to another version of the module, after the current message.
+    Upgrade(crate::upgrade::Request),
 }
 
 /// Fires once when an actor incarnation has fully terminated.
@@ -91,7 +94,10 @@ pub(crate) enum Refused {
 #[derive(Clone, Debug)]
 pub(crate) struct ActorRef {
     pub(crate) address: Address,
+    /// The module's name (`None` for probes and ask endpoints).
     pub(crate) module: Option<Arc<str>>,
+    /// The module version the actor runs now; an upgrade changes it.
+    pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
     pub(crate) user: mpsc::UnboundedSender<UserMsg>,
     pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
@@ -110,7 +116,7 @@ pub(crate) struct Mailbox {
 /// Creates a mailbox holding up to `capacity` user messages and the handle that feeds it.
 pub(crate) fn mailbox(
     address: Address,
-    module: Option<Arc<str>>,
+    module: Option<&Module>,
     capacity: usize,
 ) -> (ActorRef, Mailbox) {
     let (user_tx, user_rx) = mpsc::unbounded_channel();
@@ -118,7 +124,8 @@ pub(crate) fn mailbox(
     let depth = Arc::new(AtomicUsize::new(0));
     let handle = ActorRef {
         address,
-        module,
+        module: module.map(|m| m.name.clone()),
+        version: module.map(|m| Arc::new(RwLock::new(m.version.clone()))),
         user: user_tx,
         system: Some(system_tx),
         lifeline: Arc::default(),
@@ -143,6 +150,13 @@ pub(crate) fn endpoint(address: Address) -> (ActorRef, Mailbox) {
 }
 
 impl ActorRef {
+    /// The module version this actor runs now.
+    pub(crate) fn running_version(&self) -> Option<Arc<str>> {
+        self.version
+            .as_ref()
+            .map(|v| v.read().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
     /// Queues a user message within the mailbox's capacity.
     pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {
         if self.depth.fetch_add(1, Ordering::Relaxed) >= self.capacity {

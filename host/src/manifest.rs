@@ -4,12 +4,22 @@
 //! [[module]]
 //! name = "pingpong"
 //! path = "pingpong.wasm"     # relative to the manifest's folder
+//! version = "1.0.0"          # optional (default "0"); the first listed version of a name is current
 //!
 //! [[actor]]
 //! path = "/user/ping"        # top-level actors only: children are spawned by their parents
 //! module = "pingpong"
 //! init = "ping /user/pong 3" # optional: UTF-8 text handed to `start` as bytes
 //! # init_hex = "00ff"        # or raw bytes in hex (at most one of init / init_hex)
+//! mailbox_capacity = 1000    # optional limits; the host's defaults otherwise
+//! memory_limit = 16777216
+//! cpu_deadline_ms = 1000
+//! [actor.supervision]        # optional: this actor's restart policy instead of the guardian's
+//! directive = "restart"      # restart | resume | stop
+//! max_restarts = 5
+//! within_ms = 60000
+//! backoff_min_ms = 10
+//! backoff_max_ms = 1000
 //!
 //! [storage]
 //! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
@@ -57,6 +67,8 @@ pub struct EntitySpec {
 pub struct ModuleSpec {
     /// The name actors refer to.
     pub name: String,
+    /// The version (default [`crate::DEFAULT_VERSION`]).
+    pub version: String,
     /// The `.wasm` file, resolved against the manifest's folder.
     pub path: PathBuf,
 }
@@ -70,6 +82,10 @@ pub struct ActorSpec {
     pub module: String,
     /// The bytes handed to `start`.
     pub init: Vec<u8>,
+    /// Its limits.
+    pub limits: crate::SpawnOptions,
+    /// Its own restart strategy, if it has one.
+    pub supervision: Option<crate::Strategy>,
 }
 
 #[derive(Deserialize)]
@@ -103,6 +119,7 @@ struct RawEntity {
 struct RawModule {
     name: String,
     path: PathBuf,
+    version: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -112,6 +129,20 @@ struct RawActor {
     module: String,
     init: Option<String>,
     init_hex: Option<String>,
+    mailbox_capacity: Option<usize>,
+    memory_limit: Option<usize>,
+    cpu_deadline_ms: Option<u64>,
+    supervision: Option<RawSupervision>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSupervision {
+    directive: Option<String>,
+    max_restarts: Option<u32>,
+    within_ms: Option<u64>,
+    backoff_min_ms: Option<u64>,
+    backoff_max_ms: Option<u64>,
 }
 
 impl Manifest {
@@ -143,13 +174,22 @@ impl Manifest {
             message,
         };
         let mut names = HashSet::new();
+        let mut versions = HashSet::new();
         let mut modules = Vec::new();
         for m in raw.module {
-            if !names.insert(m.name.clone()) {
-                return Err(invalid(format!("module {:?} is declared twice", m.name)));
+            let version = m
+                .version
+                .unwrap_or_else(|| crate::DEFAULT_VERSION.to_owned());
+            if !versions.insert((m.name.clone(), version.clone())) {
+                return Err(invalid(format!(
+                    "module {:?} version {version:?} is declared twice",
+                    m.name
+                )));
             }
+            names.insert(m.name.clone());
             modules.push(ModuleSpec {
                 name: m.name,
+                version,
                 path: base.join(m.path),
             });
         }
@@ -185,10 +225,22 @@ impl Manifest {
                     .ok_or_else(|| invalid(format!("actor {:?}: init_hex is not hex", a.path)))?,
                 (None, None) => Vec::new(),
             };
+            let supervision = match a.supervision {
+                Some(raw) => Some(
+                    strategy(raw).map_err(|why| invalid(format!("actor {:?}: {why}", a.path)))?,
+                ),
+                None => None,
+            };
             actors.push(ActorSpec {
                 path,
                 module: a.module,
                 init,
+                limits: crate::SpawnOptions {
+                    mailbox_capacity: a.mailbox_capacity,
+                    memory_limit: a.memory_limit,
+                    cpu_deadline: a.cpu_deadline_ms.map(std::time::Duration::from_millis),
+                },
+                supervision,
             });
         }
         let mut kinds = HashSet::new();
@@ -228,6 +280,39 @@ impl Manifest {
             entities,
         })
     }
+}
+
+/// A top-level actor's own strategy from `[actor.supervision]`, over the defaults.
+fn strategy(raw: RawSupervision) -> Result<crate::Strategy, String> {
+    use crate::{Directive, Strategy};
+    use std::time::Duration;
+    let mut s = Strategy::default();
+    if let Some(d) = raw.directive {
+        s.directive = match d.as_str() {
+            "restart" => Directive::Restart,
+            "resume" => Directive::Resume,
+            "stop" => Directive::Stop,
+            other => {
+                return Err(format!(
+                    "supervision directive {other:?} is not one of restart, resume, stop"
+                ));
+            }
+        };
+    }
+    if let Some(n) = raw.max_restarts {
+        s.max_restarts = n;
+    }
+    if let Some(ms) = raw.within_ms {
+        s.within = Duration::from_millis(ms);
+    }
+    if let Some(ms) = raw.backoff_min_ms {
+        s.backoff_min = Duration::from_millis(ms);
+    }
+    if let Some(ms) = raw.backoff_max_ms {
+        s.backoff_max = Duration::from_millis(ms);
+    }
+    s.backoff_max = s.backoff_max.max(s.backoff_min);
+    Ok(s)
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -296,6 +381,33 @@ mod tests {
                 .to_string()
                 .contains("directly under /user")
         );
+    }
+
+    #[test]
+    fn versions_limits_and_supervision_parse() {
+        let m = parse("[[module]]\nname = \"m\"\npath = \"a\"\nversion = \"1.0\"\n[[module]]\nname = \"m\"\npath = \"b\"\nversion = \"2.0\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\nmailbox_capacity = 7\ncpu_deadline_ms = 50\n[actor.supervision]\ndirective = \"stop\"\nmax_restarts = 9\n").unwrap();
+        assert_eq!(
+            (m.modules[0].version.as_str(), m.modules[1].version.as_str()),
+            ("1.0", "2.0")
+        );
+        let a = &m.actors[0];
+        assert_eq!(a.limits.mailbox_capacity, Some(7));
+        assert_eq!(
+            a.limits.cpu_deadline,
+            Some(std::time::Duration::from_millis(50))
+        );
+        let s = a.supervision.as_ref().unwrap();
+        assert_eq!((s.directive, s.max_restarts), (crate::Directive::Stop, 9));
+        let twice =
+            "[[module]]\nname = \"m\"\npath = \"a\"\n[[module]]\nname = \"m\"\npath = \"b\"\n";
+        assert!(
+            parse(twice)
+                .unwrap_err()
+                .to_string()
+                .contains("declared twice")
+        );
+        let bad = "[[module]]\nname = \"m\"\npath = \"a\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\n[actor.supervision]\ndirective = \"explode\"\n";
+        assert!(parse(bad).unwrap_err().to_string().contains("explode"));
     }
 
     #[test]

@@ -508,6 +508,15 @@ pub(crate) struct Pending {
 }
 
 impl Durable {
+    /// The same persistence id and sequence for a new version of the actor, with an empty step.
+    pub(crate) fn successor(&self) -> Durable {
+        Durable {
+            pid: self.pid.clone(),
+            seq: self.seq,
+            step: Step::default(),
+        }
+    }
+
     /// Drops the current step: nothing is written, held-back effects are discarded.
     pub(crate) fn abandon_step(&mut self, shared: &Arc<Shared>) {
         let step = std::mem::take(&mut self.step);

@@ -388,6 +388,110 @@ impl Store {
     }
 }
 
+/// A deployed module version, kept so a restarted host has it again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ModuleRow {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) hash: String,
+    pub(crate) bytes: Vec<u8>,
+}
+
+fn module_key(name: &str, version: &str) -> String {
+    format!("v/{name}/{version}")
+}
+
+fn current_key(name: &str) -> String {
+    format!("c/{name}")
+}
+
+impl Store {
+    /// Records a deployed module version.
+    pub(crate) fn put_module(&self, row: &ModuleRow) -> Result<(), StoreError> {
+        let bytes = postcard::to_allocvec(row).map_err(StoreError::storage)?;
+        let txn = self.write()?;
+        {
+            let mut table = txn.open_table(MODULES).map_err(StoreError::storage)?;
+            table
+                .insert(
+                    module_key(&row.name, &row.version).as_str(),
+                    bytes.as_slice(),
+                )
+                .map_err(StoreError::storage)?;
+        }
+        txn.commit().map_err(StoreError::storage)
+    }
+
+    /// Records which version of `name` new actors get.
+    pub(crate) fn set_current_module(&self, name: &str, version: &str) -> Result<(), StoreError> {
+        let txn = self.write()?;
+        {
+            let mut table = txn.open_table(MODULES).map_err(StoreError::storage)?;
+            table
+                .insert(current_key(name).as_str(), version.as_bytes())
+                .map_err(StoreError::storage)?;
+        }
+        txn.commit().map_err(StoreError::storage)
+    }
+
+    /// Forgets a module version, or all versions of `name`.
+    pub(crate) fn remove_module(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let txn = self.write()?;
+        {
+            let mut table = txn.open_table(MODULES).map_err(StoreError::storage)?;
+            match version {
+                Some(v) => {
+                    table
+                        .remove(module_key(name, v).as_str())
+                        .map_err(StoreError::storage)?;
+                }
+                None => {
+                    let prefix = format!("v/{name}/");
+                    table
+                        .retain(|k, _| !k.starts_with(&prefix))
+                        .map_err(StoreError::storage)?;
+                    table
+                        .remove(current_key(name).as_str())
+                        .map_err(StoreError::storage)?;
+                }
+            }
+        }
+        txn.commit().map_err(StoreError::storage)
+    }
+
+    /// Every recorded module version, and the current version of each name.
+    pub(crate) fn modules(
+        &self,
+    ) -> Result<(Vec<ModuleRow>, std::collections::HashMap<String, String>), StoreError> {
+        let read = self.read()?;
+        let table = read.open_table(MODULES).map_err(StoreError::storage)?;
+        let mut rows = Vec::new();
+        let mut current = std::collections::HashMap::new();
+        for entry in table.iter().map_err(StoreError::storage)? {
+            let (key, value) = entry.map_err(StoreError::storage)?;
+            let key = key.value();
+            if let Some(name) = key.strip_prefix("c/") {
+                current.insert(
+                    name.to_owned(),
+                    String::from_utf8_lossy(value.value()).into_owned(),
+                );
+            } else if key.starts_with("v/") {
+                let row: ModuleRow =
+                    postcard::from_bytes(value.value()).map_err(|e| StoreError::Damaged {
+                        table: "modules",
+                        reason: e.to_string(),
+                    })?;
+                rows.push(row);
+            }
+        }
+        Ok((rows, current))
+    }
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()

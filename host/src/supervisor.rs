@@ -69,7 +69,7 @@ pub(crate) struct Decision {
 }
 
 /// A supervisor's strategy plus the restart history of its children, keyed by child name.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Supervisor {
     pub(crate) strategy: Strategy,
     restarts: HashMap<String, VecDeque<Instant>>,

@@ -24,13 +24,14 @@ use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::instance::{self, Limits};
 use crate::mailbox::{self, ActorRef, Refused, SystemMsg, UserMsg};
 use crate::message::{Envelope, StopReason};
-use crate::module::Modules;
+use crate::module::{DEFAULT_VERSION, ModuleInfo, ModuleStats, Modules};
 use crate::persistence::{Parked, Persistence};
 use crate::pubsub::Directory;
 use crate::registry::Registry;
-use crate::store::Store;
-use crate::supervisor::{Directive, Supervisor};
+use crate::store::{ModuleRow, Store};
+use crate::supervisor::{Directive, Strategy, Supervisor};
 use crate::timers::{TimerTarget, Timers};
+use crate::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
 
 /// The kind of the message a watcher receives when a watched incarnation has terminated.
 pub const TERMINATED_KIND: &str = "mote.terminated";
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     pub(crate) top_level_count: watch::Sender<usize>,
     /// The `/user` guardian's restart bookkeeping for top-level actors.
     guardian: Mutex<Supervisor>,
+    /// Top-level actors with a strategy of their own (manifest `[actor.supervision]`), by path.
+    strategies: Mutex<HashMap<String, Supervisor>>,
     supervision: broadcast::Sender<SupervisionEvent>,
     /// The store and committer, when the host has a database.
     pub(crate) persistence: Option<Persistence>,
@@ -132,7 +135,7 @@ impl Shared {
             incarnation: self.next_incarnation.fetch_add(1, Ordering::Relaxed),
         };
         let (handle, mut mailbox) =
-            mailbox::mailbox(address, Some(module.name.clone()), limits.mailbox_capacity);
+            mailbox::mailbox(address, Some(&module), limits.mailbox_capacity);
         let parked = match &self.persistence {
             Some(p) => p.take_parked(handle.address.path.as_str()),
             None => Vec::new(),
@@ -235,11 +238,21 @@ impl Shared {
                 }
             }
             None => {
-                let decision = self
-                    .guardian
+                let key = me.address.path.as_str();
+                let now = std::time::Instant::now();
+                let decision = match self
+                    .strategies
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .decide(me.address.path.name(), None, std::time::Instant::now());
+                    .get_mut(key)
+                {
+                    Some(own) => own.decide(key, None, now),
+                    None => self
+                        .guardian
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .decide(key, None, now),
+                };
                 let directive = match decision.directive {
                     Directive::Escalate => {
                         tracing::error!(actor = %me.address, %error, "top-level actor escalated or restarted too often; the guardian stops it");
@@ -403,6 +416,8 @@ pub struct ActorInfo {
     pub address: Address,
     /// The module it runs, `None` for host endpoints such as probes.
     pub module: Option<String>,
+    /// The version of that module it runs.
+    pub version: Option<String>,
     /// Messages waiting in its mailbox.
     pub mailbox_depth: usize,
 }
@@ -428,11 +443,21 @@ impl ActorSystem {
             Some(path) => Some(Persistence::open(Store::open(path)?, config.group_commit)?),
             None => None,
         };
+        let cache = config.module_cache.clone().or_else(|| {
+            config
+                .storage
+                .as_ref()
+                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
+        });
+        let modules = Modules::new(engine, linker, cache);
+        if let Some(p) = &persistence {
+            restore_modules(&modules, &p.store)?;
+        }
         let shared = Arc::new_cyclic(|me| Shared {
             persistence,
             entities: Entities::default(),
             me: me.clone(),
-            modules: Modules::new(engine, linker),
+            modules,
             registry: Registry::default(),
             dead_letters: DeadLetters::new(),
             runtime,
@@ -445,6 +470,7 @@ impl ActorSystem {
             top_level: Mutex::default(),
             top_level_count: watch::channel(0).0,
             guardian: Mutex::new(Supervisor::new(config.root_strategy.clone())),
+            strategies: Mutex::default(),
             supervision: broadcast::channel(1024).0,
             _ticker: ticker,
             config,
@@ -455,22 +481,185 @@ impl ActorSystem {
         Ok(ActorSystem { shared })
     }
 
-    /// Deploys a module from a `.wasm` component file under `name`.
+    /// Deploys a module from a `.wasm` component file under `name` (version
+    /// [`DEFAULT_VERSION`](crate::module::DEFAULT_VERSION)).
     pub fn deploy_file(&self, name: &str, path: impl AsRef<Path>) -> Result<(), ModuleError> {
-        self.shared
-            .modules
-            .deploy_file(name, path.as_ref())
-            .map(drop)
+        self.deploy_file_version(name, DEFAULT_VERSION, path)
     }
 
     /// Deploys a module from the bytes of a `.wasm` component under `name`.
     pub fn deploy(&self, name: &str, bytes: &[u8]) -> Result<(), ModuleError> {
-        self.shared.modules.deploy(name, bytes).map(drop)
+        self.deploy_version(name, DEFAULT_VERSION, bytes).map(drop)
+    }
+
+    /// Deploys a version of a module from a `.wasm` file.
+    pub fn deploy_file_version(
+        &self,
+        name: &str,
+        version: &str,
+        path: impl AsRef<Path>,
+    ) -> Result<(), ModuleError> {
+        let bytes = Modules::read_file(path.as_ref())?;
+        self.deploy_version(name, version, &bytes).map(drop)
+    }
+
+    /// Deploys a version of a module. The same bytes under the same name and version again
+    /// are a no-op (returns false); with a database the version is recorded there, so a
+    /// restarted host has it again.
+    pub fn deploy_version(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+    ) -> Result<bool, ModuleError> {
+        let (module, new) = self.shared.modules.deploy(name, version, bytes)?;
+        if new && let Some(p) = &self.shared.persistence {
+            let row = ModuleRow {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                hash: module.hash.clone(),
+                bytes: bytes.to_vec(),
+            };
+            p.store
+                .put_module(&row)
+                .map_err(|e| ModuleError::Store(e.to_string()))?;
+        }
+        Ok(new)
     }
 
     /// The names of the deployed modules.
     pub fn modules(&self) -> Vec<String> {
         self.shared.modules.names()
+    }
+
+    /// Every deployed module version, with its content hash and whether it is current.
+    pub fn module_list(&self) -> Vec<ModuleInfo> {
+        self.shared.modules.list()
+    }
+
+    /// How many modules were compiled and how many loaded from the compiled cache.
+    pub fn module_stats(&self) -> ModuleStats {
+        self.shared.modules.stats()
+    }
+
+    /// Upgrades the actor at `target` (a path), or every actor of the module `target` (a name),
+    /// to `version` of its module; see [`crate::upgrade`].
+    pub async fn upgrade(
+        &self,
+        target: &str,
+        version: &str,
+    ) -> Result<UpgradeReport, UpgradeError> {
+        self.upgrade_with(target, version, UpgradeOptions::default(), None)
+            .await
+    }
+
+    /// [`ActorSystem::upgrade`] with options and a channel that receives progress.
+    pub async fn upgrade_with(
+        &self,
+        target: &str,
+        version: &str,
+        options: UpgradeOptions,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<UpgradeProgress>>,
+    ) -> Result<UpgradeReport, UpgradeError> {
+        let (name, actors, whole) = if target.starts_with('/') {
+            let actor = self
+                .shared
+                .registry
+                .get(target)
+                .filter(|a| a.module.is_some() && a.system.is_some())
+                .ok_or_else(|| UpgradeError::NoActor(target.to_owned()))?;
+            let name = actor.module.as_deref().unwrap_or_default().to_owned();
+            (name, vec![actor], false)
+        } else {
+            let actors: Vec<ActorRef> = self
+                .shared
+                .registry
+                .snapshot()
+                .into_iter()
+                .filter(|a| a.module.as_deref() == Some(target) && a.system.is_some())
+                .collect();
+            (target.to_owned(), actors, true)
+        };
+        let module = self
+            .shared
+            .modules
+            .get_version(&name, version)
+            .ok_or_else(|| ModuleError::Unknown {
+                name: name.clone(),
+                version: Some(version.to_owned()),
+            })?;
+        tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
+        let mut report = self
+            .shared
+            .upgrade_actors(module, actors, options, progress)
+            .await;
+        if whole && report.failed.is_empty() {
+            self.shared.modules.set_current(&name, version);
+            if let Some(p) = &self.shared.persistence {
+                p.store
+                    .set_current_module(&name, version)
+                    .map_err(|e| ModuleError::Store(e.to_string()))?;
+            }
+            report.current = true;
+        }
+        tracing::info!(
+            module = %name,
+            version,
+            upgraded = report.upgraded.len(),
+            unchanged = report.unchanged,
+            failed = report.failed.len(),
+            "upgrade finished"
+        );
+        Ok(report)
+    }
+
+    /// Removes one version of a module (or all of them): refused while a live actor runs it.
+    pub fn remove_module(&self, name: &str, version: Option<&str>) -> Result<(), ModuleError> {
+        let listed = self.shared.modules.list();
+        let versions: Vec<&ModuleInfo> = listed
+            .iter()
+            .filter(|m| m.name == name && version.is_none_or(|v| v == m.version))
+            .collect();
+        if versions.is_empty() {
+            return Err(ModuleError::Unknown {
+                name: name.to_owned(),
+                version: version.map(str::to_owned),
+            });
+        }
+        let running = self.shared.registry.snapshot();
+        for info in &versions {
+            let actors = running
+                .iter()
+                .filter(|a| {
+                    a.module.as_deref() == Some(name)
+                        && a.running_version().as_deref() == Some(info.version.as_str())
+                })
+                .count();
+            if actors > 0 {
+                return Err(ModuleError::InUse {
+                    name: name.to_owned(),
+                    version: info.version.clone(),
+                    actors,
+                });
+            }
+        }
+        self.shared.modules.remove(name, version);
+        if let Some(p) = &self.shared.persistence {
+            p.store
+                .remove_module(name, version)
+                .map_err(|e| ModuleError::Store(e.to_string()))?;
+            if let Some(current) = self.shared.modules.current_version(name) {
+                p.store
+                    .set_current_module(name, &current)
+                    .map_err(|e| ModuleError::Store(e.to_string()))?;
+            }
+        }
+        tracing::info!(
+            module = name,
+            version = version.unwrap_or("*"),
+            "module removed"
+        );
+        Ok(())
     }
 
     /// Spawns a top-level actor at `/user/<name>` (give the name or the full path).
@@ -511,6 +700,16 @@ impl ActorSystem {
         top.insert(actor.address.path.clone(), actor.clone());
         self.shared.top_level_count.send_replace(top.len());
         Ok(actor.address)
+    }
+
+    /// Gives the top-level actor at `path` a restart strategy of its own instead of the
+    /// guardian's (`root_strategy`); set it before spawning. Its scope is always one-for-one.
+    pub fn set_top_level_strategy(&self, path: &str, strategy: Strategy) {
+        self.shared
+            .strategies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path.to_owned(), Supervisor::new(strategy));
     }
 
     /// Sends a message from outside (no sender) to an absolute path.
@@ -562,6 +761,7 @@ impl ActorSystem {
             .into_iter()
             .map(|a| ActorInfo {
                 mailbox_depth: a.depth.load(std::sync::atomic::Ordering::Relaxed),
+                version: a.running_version().map(|v| v.to_string()),
                 address: a.address,
                 module: a.module.map(|m| m.to_string()),
             })
@@ -822,4 +1022,21 @@ impl Drop for Probe {
     fn drop(&mut self) {
         self.shared.registry.remove(&self.address);
     }
+}
+
+/// Deploys the module versions recorded in the store, as they were (current versions too).
+fn restore_modules(modules: &Modules, store: &Store) -> Result<(), HostError> {
+    let (rows, current) = store.modules()?;
+    for row in rows {
+        match modules.deploy(&row.name, &row.version, &row.bytes) {
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(module = %row.name, version = %row.version, error = %e, "a recorded module could not be restored")
+            }
+        }
+    }
+    for (name, version) in current {
+        modules.set_current(&name, &version);
+    }
+    Ok(())
 }

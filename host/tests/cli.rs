@@ -175,7 +175,7 @@ fn send_ask_and_tree_talk_to_a_running_host() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(
-        tree.contains("/user/c #") && tree.contains("counter mailbox="),
+        tree.contains("/user/c #") && tree.contains("counter@0 mailbox="),
         "{tree}"
     );
 

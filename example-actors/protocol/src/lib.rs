@@ -3,7 +3,8 @@
 //! Each type's wire kind is its bare name (see [`mote_guest::message!`]) and its body is
 //! postcard-encoded. Actor init bytes are UTF-8 words, split by [`init_words`] and parsed by
 //! [`init_arg`] and [`init_opt`]; [`report`] sends a [`Report`] to an observer. `Ledger`,
-//! `Journal`, `Entity` and `Remind` are spoken by the persistent actors.
+//! `Journal`, `Entity` and `Remind` are spoken by the persistent actors; `Versioned` by the
+//! versioned counters of the hot swap tests, which carry a [`VersionedCore`] across upgrades.
 
 use core::fmt::Display;
 use core::str::FromStr;
@@ -279,6 +280,89 @@ pub enum Remind {
     Fired(u64),
 }
 
+/// Orders for the versioned counters `versioned-v1`, `-v2` and `-v3`, the hot swap test
+/// actors: each counts `Add`s on numbered streams, whose values should run 0, 1, 2, ...
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Versioned {
+    /// Counts `n` on `stream`; out of order unless it is one more than the stream's last
+    /// value (0 for a stream's first).
+    Add {
+        /// The stream.
+        stream: u32,
+        /// The value.
+        n: u32,
+    },
+    /// Asks for a `VersionedState` reply.
+    Get,
+    /// Panics.
+    Crash,
+}
+
+/// A versioned counter's state, in answer to `Versioned::Get`.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct VersionedState {
+    /// The version of the module that answered (1, 2 or 3).
+    pub version: u32,
+    /// How many `Add`s were counted.
+    pub count: u64,
+    /// The sum of their values.
+    pub sum: u64,
+    /// The last value seen per stream, sorted by stream.
+    pub last: Vec<(u32, u32)>,
+    /// How many `Add`s were out of order.
+    pub out_of_order: u64,
+    /// The module version this instance was migrated from (empty if it started afresh).
+    pub migrated_from: String,
+}
+
+/// The state every versioned counter saves in a hot swap and takes in `migrate` (postcard),
+/// whatever the version: so any version can upgrade to, or roll back to, any other.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct VersionedCore {
+    /// How many `Add`s were counted.
+    pub count: u64,
+    /// The sum of their values.
+    pub sum: u64,
+    /// The last value seen per stream, sorted by stream.
+    pub last: Vec<(u32, u32)>,
+    /// How many `Add`s were out of order.
+    pub out_of_order: u64,
+}
+
+impl VersionedCore {
+    /// Counts `n` on `stream`.
+    pub fn add(&mut self, stream: u32, n: u32) {
+        self.count += 1;
+        self.sum += u64::from(n);
+        match self.last.binary_search_by_key(&stream, |&(s, _)| s) {
+            Ok(i) => {
+                if n != self.last[i].1.wrapping_add(1) {
+                    self.out_of_order += 1;
+                }
+                self.last[i].1 = n;
+            }
+            Err(i) => {
+                if n != 0 {
+                    self.out_of_order += 1;
+                }
+                self.last.insert(i, (stream, n));
+            }
+        }
+    }
+
+    /// The reply to `Get` from `version`, migrated from `migrated_from` (empty if none).
+    pub fn state(&self, version: u32, migrated_from: &str) -> VersionedState {
+        VersionedState {
+            version,
+            count: self.count,
+            sum: self.sum,
+            last: self.last.clone(),
+            out_of_order: self.out_of_order,
+            migrated_from: migrated_from.to_string(),
+        }
+    }
+}
+
 mote_guest::message!(
     PingPong,
     Counter,
@@ -298,6 +382,8 @@ mote_guest::message!(
     EntityValue,
     Remind,
 );
+
+mote_guest::message!(Versioned, VersionedState);
 
 /// Splits init bytes, UTF-8 text, into whitespace-separated words (invalid UTF-8 gives none).
 pub fn init_words(init: &[u8]) -> Vec<&str> {
@@ -360,6 +446,32 @@ mod tests {
         assert_eq!(JournalState::KIND, "JournalState");
         assert_eq!(EntityValue::KIND, "EntityValue");
         assert_eq!(Remind::KIND, "Remind");
+        assert_eq!(Versioned::KIND, "Versioned");
+        assert_eq!(VersionedState::KIND, "VersionedState");
+    }
+
+    #[test]
+    fn versioned_core_counts_streams_and_gaps() -> Result<()> {
+        let mut core = VersionedCore::default();
+        for (stream, n) in [(2, 0), (1, 0), (2, 1), (2, 3), (1, 1), (3, 5)] {
+            core.add(stream, n);
+        }
+        let state = core.state(2, "1");
+        let expected = VersionedState {
+            version: 2,
+            count: 6,
+            sum: 10,
+            last: vec![(1, 1), (2, 3), (3, 5)],
+            out_of_order: 2,
+            migrated_from: "1".to_string(),
+        };
+        assert_eq!(state, expected);
+        let saved = mote_guest::state(&core)?.unwrap_or_default();
+        assert_eq!(mote_guest::from_state::<VersionedCore>(&saved)?, core);
+        let add = Versioned::Add { stream: 1, n: 2 };
+        assert_eq!(mote_guest::encode(&add)?, [0, 1, 2]);
+        assert_eq!(mote_guest::encode(&Versioned::Crash)?, [2]);
+        Ok(())
     }
 
     #[test]

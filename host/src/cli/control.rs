@@ -2,7 +2,10 @@
 //! and `mote tree` talk to the host. One JSON object per line each way; bodies travel as hex.
 //!
 //! Requests: `{"op":"send","to":P,"kind":K,"body":HEX}`,
-//! `{"op":"ask","to":P,"kind":K,"body":HEX,"timeout_ms":N}`, `{"op":"tree"}`.
+//! `{"op":"ask","to":P,"kind":K,"body":HEX,"timeout_ms":N}`, `{"op":"tree"}`,
+//! `{"op":"deploy","path":FILE,"name":N,"version":V}`,
+//! `{"op":"upgrade","target":PATH_OR_MODULE,"version":V,"concurrency":N}`, `{"op":"modules"}`,
+//! `{"op":"undeploy","name":N,"version":V?}`.
 //! Responses: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::ActorSystem;
+use mote_host::{ActorSystem, UpgradeOptions};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -34,6 +37,44 @@ pub(crate) enum Request {
         timeout_ms: u64,
     },
     Tree,
+    Deploy {
+        path: PathBuf,
+        name: String,
+        version: String,
+    },
+    Upgrade {
+        target: String,
+        version: String,
+        concurrency: usize,
+    },
+    Modules,
+    Undeploy {
+        name: String,
+        version: Option<String>,
+    },
+}
+
+/// One module version in a `modules` response.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct ModuleNode {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) hash: String,
+    pub(crate) current: bool,
+    pub(crate) upgradable: bool,
+}
+
+/// The outcome of an `upgrade`.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct UpgradeSummary {
+    pub(crate) module: String,
+    pub(crate) version: String,
+    pub(crate) upgraded: usize,
+    pub(crate) migrated: usize,
+    pub(crate) unchanged: usize,
+    pub(crate) failed: Vec<(String, String)>,
+    pub(crate) current: bool,
+    pub(crate) max_pause_us: u64,
 }
 
 /// One actor in a `tree` response.
@@ -42,6 +83,8 @@ pub(crate) struct Node {
     pub(crate) path: String,
     pub(crate) incarnation: u64,
     pub(crate) module: Option<String>,
+    #[serde(default)]
+    pub(crate) version: Option<String>,
     pub(crate) mailbox_depth: usize,
 }
 
@@ -63,6 +106,12 @@ pub(crate) struct Response {
     pub(crate) reply: Option<Reply>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) actors: Option<Vec<Node>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) modules: Option<Vec<ModuleNode>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) upgrade: Option<UpgradeSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) deployed: Option<bool>,
 }
 
 /// Serves the control socket at `path` until the task is dropped; removes a stale socket first.
@@ -139,10 +188,66 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
                         path: i.address.path.to_string(),
                         incarnation: i.address.incarnation,
                         module: i.module,
+                        version: i.version,
                         mailbox_depth: i.mailbox_depth,
                     })
                     .collect(),
             );
+        }
+        Request::Deploy {
+            path,
+            name,
+            version,
+        } => {
+            let bytes = std::fs::read(&path)
+                .with_context(|| format!("cannot read module file {}", path.display()))?;
+            response.deployed = Some(system.deploy_version(&name, &version, &bytes)?);
+        }
+        Request::Upgrade {
+            target,
+            version,
+            concurrency,
+        } => {
+            let options = UpgradeOptions {
+                concurrency,
+                ..UpgradeOptions::default()
+            };
+            let report = system
+                .upgrade_with(&target, &version, options, None)
+                .await?;
+            response.upgrade = Some(UpgradeSummary {
+                module: report.module,
+                version: report.version,
+                migrated: report.upgraded.iter().filter(|u| u.migrated).count(),
+                max_pause_us: report
+                    .upgraded
+                    .iter()
+                    .map(|u| u.pause.as_micros() as u64)
+                    .max()
+                    .unwrap_or(0),
+                upgraded: report.upgraded.len(),
+                unchanged: report.unchanged,
+                failed: report.failed,
+                current: report.current,
+            });
+        }
+        Request::Modules => {
+            response.modules = Some(
+                system
+                    .module_list()
+                    .into_iter()
+                    .map(|m| ModuleNode {
+                        name: m.name,
+                        version: m.version,
+                        hash: m.hash,
+                        current: m.current,
+                        upgradable: m.upgradable,
+                    })
+                    .collect(),
+            );
+        }
+        Request::Undeploy { name, version } => {
+            system.remove_module(&name, version.as_deref())?;
         }
     }
     Ok(response)

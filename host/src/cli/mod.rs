@@ -8,6 +8,7 @@ mod run;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
@@ -71,6 +72,52 @@ enum Command {
     },
     /// Print the live actor tree of a running host, with modules and mailbox depths.
     Tree {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Deploy a `.wasm` component to a running host as a module version.
+    Deploy {
+        /// The component file.
+        file: PathBuf,
+        /// The module name.
+        #[arg(long)]
+        name: String,
+        /// The version.
+        #[arg(long, default_value = mote_host::DEFAULT_VERSION)]
+        version: String,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Upgrade an actor (a path) or every actor of a module (a name) of a running host to
+    /// another deployed version, live; upgrading back to the old version rolls back.
+    Upgrade {
+        /// An actor path (`/user/counter`) or a module name (`counter`).
+        target: String,
+        /// The version to run.
+        #[arg(long)]
+        to: String,
+        /// Actors upgraded at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// List the module versions deployed on a running host.
+    Modules {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Remove a module version (or all versions) from a running host; refused while actors run it.
+    Undeploy {
+        /// The module name.
+        name: String,
+        /// Only this version.
+        #[arg(long)]
+        version: Option<String>,
         /// The host's control socket.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
@@ -153,13 +200,88 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     "",
                     node.path,
                     node.incarnation,
-                    node.module.as_deref().unwrap_or("-"),
+                    module_label(node.module.as_deref(), node.version.as_deref()),
                     node.mailbox_depth,
                     indent = depth * 2
                 );
             }
             Ok(())
         }
+        Command::Deploy {
+            file,
+            name,
+            version,
+            control,
+        } => {
+            let path = std::fs::canonicalize(&file)
+                .with_context(|| format!("cannot read module file {}", file.display()))?;
+            let request = control::Request::Deploy {
+                path,
+                name: name.clone(),
+                version: version.clone(),
+            };
+            let response = control::request(&control, &request).await?;
+            match response.deployed {
+                Some(true) => println!("deployed {name}@{version}"),
+                _ => println!("{name}@{version} was already deployed with these bytes"),
+            }
+            Ok(())
+        }
+        Command::Upgrade {
+            target,
+            to,
+            concurrency,
+            control,
+        } => {
+            let request = control::Request::Upgrade {
+                target,
+                version: to,
+                concurrency,
+            };
+            let response = control::request(&control, &request).await?;
+            let Some(summary) = response.upgrade else {
+                anyhow::bail!("the host sent no upgrade report");
+            };
+            println!(
+                "{}@{}: {} upgraded ({} with their state), {} already on it, {} failed; longest pause {} us{}",
+                summary.module,
+                summary.version,
+                summary.upgraded,
+                summary.migrated,
+                summary.unchanged,
+                summary.failed.len(),
+                summary.max_pause_us,
+                if summary.current { "; now current" } else { "" }
+            );
+            for (path, why) in &summary.failed {
+                println!("  {path}: {why} (the old version keeps running)");
+            }
+            if !summary.failed.is_empty() {
+                anyhow::bail!("{} actor(s) kept their old version", summary.failed.len());
+            }
+            Ok(())
+        }
+        Command::Modules { control } => {
+            let response = control::request(&control, &control::Request::Modules).await?;
+            for m in response.modules.unwrap_or_default() {
+                println!(
+                    "{}@{} sha256:{}{}{}",
+                    m.name,
+                    m.version,
+                    m.hash.get(..16).unwrap_or(&m.hash),
+                    if m.current { " current" } else { "" },
+                    if m.upgradable { " upgradable" } else { "" }
+                );
+            }
+            Ok(())
+        }
+        Command::Undeploy {
+            name,
+            version,
+            control,
+        } => control::request(&control, &control::Request::Undeploy { name, version })
+            .await
+            .map(drop),
     }
 }
 
@@ -214,5 +336,14 @@ pub fn main() -> ExitCode {
             eprintln!("mote: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `module@version`, or `-` for a host endpoint.
+fn module_label(module: Option<&str>, version: Option<&str>) -> String {
+    match (module, version) {
+        (Some(m), Some(v)) => format!("{m}@{v}"),
+        (Some(m), None) => m.to_owned(),
+        _ => "-".to_owned(),
     }
 }

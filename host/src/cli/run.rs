@@ -20,7 +20,7 @@ pub(crate) async fn run(
     config.storage(&db);
     let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
-        system.deploy_file(&module.name, &module.path)?;
+        system.deploy_file_version(&module.name, &module.version, &module.path)?;
     }
     for entity in &manifest.entities {
         let options = EntityOptions {
@@ -33,8 +33,16 @@ pub(crate) async fn run(
         tracing::info!(kind = %entity.kind, woken, "entity kind registered");
     }
     for actor in &manifest.actors {
+        if let Some(strategy) = &actor.supervision {
+            system.set_top_level_strategy(actor.path.as_str(), strategy.clone());
+        }
         system
-            .spawn(actor.path.as_str(), &actor.module, &actor.init)
+            .spawn_with(
+                actor.path.as_str(),
+                &actor.module,
+                &actor.init,
+                actor.limits,
+            )
             .with_context(|| format!("cannot spawn {}", actor.path))?;
     }
     tracing::info!(actors = manifest.actors.len(), "running; Ctrl-C stops");
