@@ -70,14 +70,19 @@ async fn bad_modules_are_refused_clearly_and_the_host_keeps_running() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_taken_name_are_refused()
-{
+async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_running_version_are_refused()
+ {
     let system = system_with(&["counter"]);
     let counter = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
     system.deploy("counter", &counter).unwrap();
+    system.spawn("c", "counter", b"").unwrap();
     let relay = std::fs::read(mote_host::examples::path("relay").unwrap()).unwrap();
     assert!(matches!(
         system.deploy("counter", &relay),
         Err(ModuleError::VersionTaken { .. })
     ));
+    // With no actor on it, a rebuilt module replaces the version.
+    assert!(system.stop("/user/c"));
+    wait_until(|| system.lookup("/user/c").is_none()).await;
+    system.deploy("counter", &relay).unwrap();
 }

@@ -3,7 +3,8 @@
 //! as an `InstancePre` from which every actor of the module is instantiated.
 //!
 //! - Deploying the same bytes under the same name and version again is a no-op; other bytes under
-//!   a taken name and version are refused.
+//!   a taken name and version are refused while an actor runs that version, and replace it
+//!   otherwise (a rebuilt module during development).
 //! - Each name has a *current* version, the one new actors get: the first deployed, then whatever
 //!   an upgrade of all its actors moved to (see [`crate::upgrade`]).
 //! - Compiled code is cached on disk as wasmtime precompiled components, keyed by the content
@@ -211,24 +212,28 @@ impl Modules {
 
     /// Compiles (or loads from the cache) and deploys a module version. Returns the module and
     /// whether it is new (false: the same bytes were already deployed under this version).
+    /// Other bytes under a deployed name and version replace it only if `replace` (the caller
+    /// checked that no actor runs it); otherwise they are refused.
     pub(crate) fn deploy(
         &self,
         name: &str,
         version: &str,
         bytes: &[u8],
+        replace: bool,
     ) -> Result<(Arc<Module>, bool), ModuleError> {
         validate_name("module", name)?;
         validate_name("version", version)?;
         let hash = content_hash(bytes);
         if let Some(existing) = self.get_version(name, version) {
-            return if existing.hash == hash {
-                Ok((existing, false))
-            } else {
-                Err(ModuleError::VersionTaken {
+            if existing.hash == hash {
+                return Ok((existing, false));
+            }
+            if !replace {
+                return Err(ModuleError::VersionTaken {
                     name: name.to_owned(),
                     version: version.to_owned(),
-                })
-            };
+                });
+            }
         }
         check_header(name, bytes)?;
         let component = self.component(name, &hash, bytes)?;
@@ -279,12 +284,12 @@ impl Modules {
             current: version.to_owned(),
         });
         match entry.versions.get(version) {
-            Some(raced) if raced.hash != module.hash => Err(ModuleError::VersionTaken {
+            Some(raced) if raced.hash == module.hash => Ok((raced.clone(), false)),
+            Some(_) if !replace => Err(ModuleError::VersionTaken {
                 name: name.to_owned(),
                 version: version.to_owned(),
             }),
-            Some(raced) => Ok((raced.clone(), false)),
-            None => {
+            _ => {
                 entry.versions.insert(version.to_owned(), module.clone());
                 tracing::info!(module = name, version, hash = %&module.hash[..12], "module deployed");
                 Ok((module, true))

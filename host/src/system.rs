@@ -504,15 +504,17 @@ impl ActorSystem {
     }
 
     /// Deploys a version of a module. The same bytes under the same name and version again
-    /// are a no-op (returns false); with a database the version is recorded there, so a
-    /// restarted host has it again.
+    /// are a no-op (returns false); other bytes replace that version if no actor runs it and
+    /// are refused otherwise. With a database the version is recorded there, so a restarted
+    /// host has it again.
     pub fn deploy_version(
         &self,
         name: &str,
         version: &str,
         bytes: &[u8],
     ) -> Result<bool, ModuleError> {
-        let (module, new) = self.shared.modules.deploy(name, version, bytes)?;
+        let in_use = self.running(name, version) > 0;
+        let (module, new) = self.shared.modules.deploy(name, version, bytes, !in_use)?;
         if new && let Some(p) = &self.shared.persistence {
             let row = ModuleRow {
                 name: name.to_owned(),
@@ -613,6 +615,18 @@ impl ActorSystem {
         Ok(report)
     }
 
+    /// How many live actors run this version of this module.
+    fn running(&self, name: &str, version: &str) -> usize {
+        self.shared
+            .registry
+            .snapshot()
+            .iter()
+            .filter(|a| {
+                a.module.as_deref() == Some(name) && a.running_version().as_deref() == Some(version)
+            })
+            .count()
+    }
+
     /// Removes one version of a module (or all of them): refused while a live actor runs it.
     pub fn remove_module(&self, name: &str, version: Option<&str>) -> Result<(), ModuleError> {
         let listed = self.shared.modules.list();
@@ -626,15 +640,8 @@ impl ActorSystem {
                 version: version.map(str::to_owned),
             });
         }
-        let running = self.shared.registry.snapshot();
         for info in &versions {
-            let actors = running
-                .iter()
-                .filter(|a| {
-                    a.module.as_deref() == Some(name)
-                        && a.running_version().as_deref() == Some(info.version.as_str())
-                })
-                .count();
+            let actors = self.running(name, &info.version);
             if actors > 0 {
                 return Err(ModuleError::InUse {
                     name: name.to_owned(),
@@ -1028,7 +1035,7 @@ impl Drop for Probe {
 fn restore_modules(modules: &Modules, store: &Store) -> Result<(), HostError> {
     let (rows, current) = store.modules()?;
     for row in rows {
-        match modules.deploy(&row.name, &row.version, &row.bytes) {
+        match modules.deploy(&row.name, &row.version, &row.bytes, true) {
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(module = %row.name, version = %row.version, error = %e, "a recorded module could not be restored")

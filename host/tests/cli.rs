@@ -106,7 +106,7 @@ fn bad_input_gives_one_clear_line() {
 }
 
 #[test]
-fn demo_runs_ping_pong_and_a_tree() {
+fn demo_runs_ping_pong_a_tree_entities_and_a_hot_swap() {
     let out = mote(&["demo"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -128,6 +128,15 @@ fn demo_runs_ping_pong_and_a_tree() {
     );
     assert!(
         stdout.contains("report from /user/sup/c0: restarted"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("alice: total 12 after 1 activation(s)")
+            && stdout.contains("reactivated by the next message: total 12, activation 2"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rolled back to version 1 with its state: 1100 messages, 0 out of order"),
         "{stdout}"
     );
 }
@@ -233,4 +242,98 @@ fn send_ask_and_tree_talk_to_a_running_host() {
         dir.join("none.sock").to_str().unwrap(),
     ]));
     assert!(line.contains("no host listening"), "{line}");
+}
+
+/// Runs `mote` with `args` and returns its stdout, failing the test if it failed.
+fn mote_ok(args: &[&str]) -> String {
+    let out = mote(args);
+    assert!(
+        out.status.success(),
+        "mote {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn deploy_upgrade_and_roll_back_a_running_host() {
+    let dir = scratch("upgrade");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "versioned.toml",
+        &format!(
+            "[[module]]\nname = \"versioned\"\nversion = \"1\"\npath = {:?}\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"versioned\"\n",
+            example("versioned_v1")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = Host(
+        Command::new(env!("CARGO_BIN_EXE_mote"))
+            .current_dir(&dir)
+            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start mote run"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !mote(&["tree", "--control", socket_arg]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "host did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for v in ["2", "3"] {
+        let file = example(&format!("versioned_v{v}"));
+        let out = mote_ok(&[
+            "deploy",
+            file.to_str().unwrap(),
+            "--name",
+            "versioned",
+            "--version",
+            v,
+            "--control",
+            socket_arg,
+        ]);
+        assert!(out.contains(&format!("deployed versioned@{v}")), "{out}");
+    }
+    let modules = mote_ok(&["modules", "--control", socket_arg]);
+    assert!(
+        modules.contains("versioned@1 sha256:") && modules.contains("current"),
+        "{modules}"
+    );
+    assert_eq!(modules.lines().count(), 3, "{modules}");
+
+    let out = mote_ok(&["upgrade", "versioned", "--to", "2", "--control", socket_arg]);
+    assert!(out.contains("1 upgraded (1 with their state)"), "{out}");
+    assert!(out.contains("now current"), "{out}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@2"));
+
+    // v3 refuses the state: the command fails, v2 keeps running.
+    let out = mote(&["upgrade", "/user/c", "--to", "3", "--control", socket_arg]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the old version keeps running"), "{stdout}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@2"));
+
+    // Roll back to v1, then remove the bad version.
+    let out = mote_ok(&["upgrade", "versioned", "--to", "1", "--control", socket_arg]);
+    assert!(out.contains("1 upgraded"), "{out}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@1"));
+    mote_ok(&[
+        "undeploy",
+        "versioned",
+        "--version",
+        "3",
+        "--control",
+        socket_arg,
+    ]);
+    let line = one_line_error(&mote(&[
+        "undeploy",
+        "versioned",
+        "--version",
+        "1",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("still runs 1 actor"), "{line}");
 }

@@ -44,6 +44,27 @@ struct EntityValue {
     activations: u64,
 }
 
+/// Mirror of the example protocol's `Versioned`.
+#[derive(Serialize)]
+#[allow(dead_code)]
+enum Versioned {
+    Add { stream: u32, n: u32 },
+    Get,
+    Crash,
+}
+
+/// Mirror of the example protocol's `VersionedState`.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct VersionedState {
+    version: u32,
+    count: u64,
+    sum: u64,
+    last: Vec<(u32, u32)>,
+    out_of_order: u64,
+    migrated_from: String,
+}
+
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn next_report(probe: &mut Probe) -> anyhow::Result<Report> {
@@ -165,6 +186,7 @@ pub(crate) async fn demo(db: &Path) -> anyhow::Result<()> {
     while next_report(&mut probe).await?.label != "restarted" {}
 
     durable_entities(&system).await?;
+    hot_swap(&system).await?;
 
     println!(
         "\nshutting down (dead letters seen: {})",
@@ -237,6 +259,71 @@ async fn durable_entities(system: &ActorSystem) -> anyhow::Result<()> {
             "  committed {} steps in {} transactions",
             stats.steps, stats.transactions
         );
+    }
+    Ok(())
+}
+
+/// Hot swap: `/user/v` runs versioned@1, is upgraded live to 2 with its state while messages
+/// flow, refuses a bad 3 (and keeps serving), and is rolled back to 1.
+async fn hot_swap(system: &ActorSystem) -> anyhow::Result<()> {
+    println!(
+        "\n== hot swap: /user/v runs versioned@1; upgrade to 2 under load, refuse a bad 3, roll back"
+    );
+    for v in ["1", "2", "3"] {
+        let path = examples::path(&format!("versioned_v{v}"))
+            .ok_or_else(|| anyhow!("this build of mote has no example actors"))?;
+        system.deploy_file_version("versioned", v, &path)?;
+    }
+    system.spawn("v", "versioned", b"")?;
+    let feed = |from: u32, to: u32| -> anyhow::Result<()> {
+        for n in from..to {
+            let add = Versioned::Add { stream: 0, n };
+            system.tell("/user/v", "Versioned", postcard::to_allocvec(&add)?)?;
+        }
+        Ok(())
+    };
+    let get = || async {
+        let reply = system
+            .ask(
+                "/user/v",
+                "Versioned",
+                postcard::to_allocvec(&Versioned::Get)?,
+                WAIT,
+            )
+            .await?;
+        let state: VersionedState = postcard::from_bytes(&reply.body).context("bad state")?;
+        anyhow::Ok(state)
+    };
+    feed(0, 500)?;
+    let report = system.upgrade("/user/v", "2").await?;
+    feed(500, 1000)?;
+    let state = get().await?;
+    println!(
+        "  upgraded to 2 ({} us pause): version {}, {} messages counted, {} out of order, migrated from {:?}",
+        report.upgraded.first().map_or(0, |u| u.pause.as_micros()),
+        state.version,
+        state.count,
+        state.out_of_order,
+        state.migrated_from
+    );
+    let bad = system.upgrade("/user/v", "3").await?;
+    for (path, why) in &bad.failed {
+        println!("  upgrade of {path} to 3 refused: {why}");
+    }
+    feed(1000, 1100)?;
+    let state = get().await?;
+    println!(
+        "  still serving on version {}: {} messages",
+        state.version, state.count
+    );
+    system.upgrade("/user/v", "1").await?;
+    let state = get().await?;
+    println!(
+        "  rolled back to version {} with its state: {} messages, {} out of order",
+        state.version, state.count, state.out_of_order
+    );
+    if state.count != 1100 || state.out_of_order != 0 {
+        bail!("the hot swaps lost or reordered messages");
     }
     Ok(())
 }
