@@ -16,6 +16,8 @@
 //! - `recovery`: time to recover a journal of 100,000 events (start + replay + first answer).
 //! - `activation`: ask latency of a passivated entity (activation + recovery) against a live one.
 //! - `persist`: commit, recovery and activation.
+//! - `upgrade`: cold start of a module with and without the compiled cache; a rolling upgrade of
+//!   1,000 actors with their state: actors/s and the pause per actor.
 //!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
@@ -23,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use clap::Parser;
-use mote_example_protocol::{Counter, Crash, Entity, Journal, JournalState, Report, Seq};
+use mote_example_protocol::{
+    Counter, Crash, Entity, Journal, JournalState, Report, Seq, Versioned, VersionedState,
+};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, Probe, examples};
 
@@ -78,6 +82,7 @@ fn main() -> anyhow::Result<()> {
             "commit" => commit(&args).await,
             "recovery" => recovery(&args).await,
             "activation" => activation(&args).await,
+            "upgrade" => upgrade(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -94,7 +99,8 @@ fn main() -> anyhow::Result<()> {
                 ask(&args).await?;
                 commit(&args).await?;
                 recovery(&args).await?;
-                activation(&args).await
+                activation(&args).await?;
+                upgrade(&args).await
             }
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, epoch, restart, timers, pubsub, ask or all"
@@ -629,4 +635,83 @@ async fn journal_state(system: &ActorSystem) -> anyhow::Result<JournalState> {
         .await?;
     mote_guest::decode::<JournalState>(&reply.kind, &reply.body)
         .map_err(|e| anyhow!("bad journal state: {e}"))
+}
+
+async fn upgrade(args: &Args) -> anyhow::Result<()> {
+    // Cold start: deploy on an empty compiled cache, then on a host that finds it filled.
+    let cache = fresh_db(args, "cache")?.with_extension("d");
+    let _ = std::fs::remove_dir_all(&cache);
+    let v1 = examples::path("versioned_v1").ok_or_else(|| anyhow!("no example actors built"))?;
+    let v2 = examples::path("versioned_v2").ok_or_else(|| anyhow!("no example actors built"))?;
+    let mut cold = Vec::new();
+    for _ in 0..2 {
+        let mut config = HostConfig::new();
+        config.module_cache(&cache);
+        let system = system_with(args, config, &[])?;
+        let start = Instant::now();
+        system.deploy_file_version("versioned", "1", &v1)?;
+        cold.push((start.elapsed().as_secs_f64(), system.module_stats()));
+        system.shutdown().await.ok();
+    }
+    let (compile, first) = cold[0];
+    let (cached, second) = cold[1];
+    if first.compiled != 1 || second.cache_hits != 1 {
+        bail!("cache not used as expected: {first:?} then {second:?}");
+    }
+    println!(
+        "RESULT runtime=mote workload=cold_start compile_ms={:.2} cached_ms={:.3} ratio={:.0}",
+        compile * 1e3,
+        cached * 1e3,
+        compile / cached
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+
+    // Rolling upgrade of 1,000 actors, each holding some state.
+    const ACTORS: u32 = 1_000;
+    let system = system(args, &[])?;
+    system.deploy_file_version("versioned", "1", &v1)?;
+    system.deploy_file_version("versioned", "2", &v2)?;
+    for i in 0..ACTORS {
+        system.spawn(&format!("a{i}"), "versioned", b"")?;
+        for n in 0..10 {
+            let add = encode(&Versioned::Add { stream: i, n })?;
+            system.tell(&format!("/user/a{i}"), Versioned::KIND, add)?;
+        }
+    }
+    // Every actor has handled its messages before the clock starts.
+    let get = encode(&Versioned::Get)?;
+    for i in 0..ACTORS {
+        system
+            .ask(&format!("/user/a{i}"), Versioned::KIND, get.clone(), WAIT)
+            .await?;
+    }
+    let start = Instant::now();
+    let report = system.upgrade("versioned", "2").await?;
+    let secs = start.elapsed().as_secs_f64();
+    if report.upgraded.len() != ACTORS as usize || !report.failed.is_empty() {
+        bail!("upgrade incomplete: {} upgraded, {:?}", report.upgraded.len(), report.failed);
+    }
+    let reply = system
+        .ask("/user/a7", Versioned::KIND, get.clone(), WAIT)
+        .await?;
+    let state: VersionedState = mote_guest::decode(&reply.kind, &reply.body)
+        .map_err(|e| anyhow!("bad state: {e}"))?;
+    if (state.version, state.count) != (2, 10) {
+        bail!("state not carried: version {} count {}", state.version, state.count);
+    }
+    let mut pauses: Vec<f64> = report
+        .upgraded
+        .iter()
+        .map(|u| u.pause.as_secs_f64() * 1e6)
+        .collect();
+    pauses.sort_by(f64::total_cmp);
+    println!(
+        "RESULT runtime=mote workload=upgrade actors={ACTORS} seconds={secs:.3} actors_per_sec={:.0} \
+         pause_median_us={:.0} pause_p99_us={:.0}",
+        f64::from(ACTORS) / secs,
+        pauses[pauses.len() / 2],
+        pauses[pauses.len() * 99 / 100]
+    );
+    system.shutdown().await.ok();
+    Ok(())
 }
