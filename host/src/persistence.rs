@@ -184,14 +184,13 @@ impl Shared {
                     period,
                 } => {
                     let delay = Duration::from_millis(due_ms.saturating_sub(now));
-                    self.timers.remind(
-                        id,
-                        &owner,
-                        handle.address.path.as_str(),
-                        envelope,
-                        delay,
-                        period,
-                    );
+                    // Armed from a task of its own: this may run inside the timer driver (a
+                    // timer that activates an entity), which holds the wheel's lock.
+                    let timers = self.timers.clone();
+                    let path = handle.address.path.to_string();
+                    self.runtime.spawn(async move {
+                        timers.remind(id, &owner, &path, envelope, delay, period);
+                    });
                 }
             }
         }
