@@ -16,8 +16,19 @@ fn main() {
     if !examples.join("Cargo.toml").exists() || std::env::var_os("MOTE_SKIP_GUESTS").is_some() {
         return;
     }
-    for dir in ["example-actors", "guest-sdk", "wit"] {
+    for dir in ["guest-sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    // Everything in example-actors/ but the build output and the installed toolchains.
+    for entry in std::fs::read_dir(&examples).expect("example-actors/ is readable") {
+        let path = entry.expect("example-actors/ is readable").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if !matches!(name, "target" | ".toolchains") {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
     }
     ensure_target();
     let target_dir = examples.join("target");
@@ -53,7 +64,134 @@ fn main() {
         "building example-actors for wasm32-wasip2 failed"
     );
     let out = target_dir.join("wasm32-wasip2").join("release");
+    python::build(&root, &examples, &out);
     println!("cargo:rustc-env=MOTE_EXAMPLES_DIR={}", out.display());
+}
+
+/// The Python example actors: a project-local venv with componentize-py, then one component
+/// per `example-actors/python/py_*.py`, rebuilt when a Python file or the WIT changes.
+mod python {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::SystemTime;
+
+    /// The componentize-py release the Python actors are built with.
+    const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("python");
+        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
+            Ok(dir) => dir
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|e| e == "py")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("py_"))
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
+        let stale: Vec<&PathBuf> = actors
+            .iter()
+            .filter(|a| {
+                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
+                modified(&wasm).is_none_or(|built| built < newest_input)
+            })
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let componentize = toolchain(examples);
+        for actor in stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("python file names are UTF-8");
+            let wasm = out.join(format!("{module}.wasm"));
+            let status = Command::new(&componentize)
+                .current_dir(&sources)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .args(["-d"])
+                .arg(root.join("wit"))
+                .args(["-w", "actor-world", "componentize", module, "-p"])
+                .arg(&sources)
+                .arg("-o")
+                .arg(&wasm)
+                .status()
+                .expect("failed to run componentize-py");
+            assert!(
+                status.success(),
+                "componentize-py failed for {}",
+                actor.display()
+            );
+        }
+        // componentize-py leaves bytecode beside the sources; it is not an input.
+        let _ = std::fs::remove_dir_all(sources.join("__pycache__"));
+    }
+
+    /// The venv's componentize-py, installing both if needed.
+    fn toolchain(examples: &Path) -> PathBuf {
+        let venv = examples.join(".toolchains").join("python");
+        let bin = venv.join("bin");
+        let componentize = bin.join("componentize-py");
+        if componentize.exists() {
+            return componentize;
+        }
+        let how = "the Python example actors need python3 with venv and pip \
+                   (Debian: apt-get install python3 python3-venv)";
+        if !bin.join("pip").exists() {
+            println!("cargo:warning=creating a Python venv in {}", venv.display());
+            let status = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .unwrap_or_else(|e| panic!("cannot run python3 ({e}): {how}"));
+            assert!(status.success(), "python3 -m venv failed: {how}");
+        }
+        println!(
+            "cargo:warning=installing {COMPONENTIZE_PY} from PyPI into {}",
+            venv.display()
+        );
+        let status = Command::new(bin.join("pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                COMPONENTIZE_PY,
+            ])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run pip ({e}): {how}"));
+        assert!(
+            status.success(),
+            "pip install {COMPONENTIZE_PY} failed (it needs PyPI): {how}"
+        );
+        componentize
+    }
+
+    fn modified(path: &Path) -> Option<SystemTime> {
+        std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    }
+
+    /// The newest modification time of the files under `dirs`.
+    fn newest(dirs: &[&Path]) -> SystemTime {
+        let mut newest = SystemTime::UNIX_EPOCH;
+        let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                if path.ends_with("__pycache__") {
+                    continue;
+                }
+                if let Ok(dir) = std::fs::read_dir(&path) {
+                    stack.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
+                }
+            } else if let Some(t) = modified(&path) {
+                newest = newest.max(t);
+            }
+        }
+        newest
+    }
 }
 
 /// Installs the wasm32-wasip2 target through rustup if the toolchain lacks it.

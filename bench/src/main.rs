@@ -689,15 +689,23 @@ async fn upgrade(args: &Args) -> anyhow::Result<()> {
     let report = system.upgrade("versioned", "2").await?;
     let secs = start.elapsed().as_secs_f64();
     if report.upgraded.len() != ACTORS as usize || !report.failed.is_empty() {
-        bail!("upgrade incomplete: {} upgraded, {:?}", report.upgraded.len(), report.failed);
+        bail!(
+            "upgrade incomplete: {} upgraded, {:?}",
+            report.upgraded.len(),
+            report.failed
+        );
     }
     let reply = system
         .ask("/user/a7", Versioned::KIND, get.clone(), WAIT)
         .await?;
-    let state: VersionedState = mote_guest::decode(&reply.kind, &reply.body)
-        .map_err(|e| anyhow!("bad state: {e}"))?;
+    let state: VersionedState =
+        mote_guest::decode(&reply.kind, &reply.body).map_err(|e| anyhow!("bad state: {e}"))?;
     if (state.version, state.count) != (2, 10) {
-        bail!("state not carried: version {} count {}", state.version, state.count);
+        bail!(
+            "state not carried: version {} count {}",
+            state.version,
+            state.count
+        );
     }
     let mut pauses: Vec<f64> = report
         .upgraded

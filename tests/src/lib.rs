@@ -16,13 +16,30 @@ pub fn system_with(modules: &[&str]) -> ActorSystem {
 }
 
 /// A system with the given configuration and the named example modules deployed.
-pub fn system_configured(config: HostConfig, modules: &[&str]) -> ActorSystem {
+///
+/// Compiled modules are cached for all tests in the target directory, and deploys are serialized
+/// within a test binary, so each module is compiled once (an 18 MB Python component takes
+/// tens of seconds to compile, then ~1 ms to load).
+pub fn system_configured(mut config: HostConfig, modules: &[&str]) -> ActorSystem {
+    static DEPLOYS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    config.module_cache(module_cache());
     let system = ActorSystem::new(config).expect("system");
+    let _one_at_a_time = DEPLOYS.lock().unwrap_or_else(|p| p.into_inner());
     for name in modules {
         let path = examples::path(name).expect("example actors are built by host/build.rs");
         system.deploy_file(name, &path).expect("deploy example");
     }
     system
+}
+
+/// The compiled-module cache the tests share: `target/<profile>/mote-module-cache`.
+fn module_cache() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    // target/<profile>/deps/<test binary>
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .unwrap_or_else(|| std::path::Path::new("."))
+        .join("mote-module-cache")
 }
 
 /// Sends a typed message from outside.
