@@ -75,3 +75,22 @@ async fn a_python_exception_is_a_supervised_failure() {
     assert_eq!(body(&reply), r#"{"count":0,"totals":{}}"#);
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_importing_wasi_http_is_refused_naming_the_import() {
+    let system = system_with(&[]);
+    let component = wat::parse_str(
+        r#"(component
+            (import "wasi:http/outgoing-handler@0.2.3" (instance))
+        )"#,
+    )
+    .unwrap();
+    let text = system
+        .deploy("fetcher", &component)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("wasi:http/outgoing-handler@0.2.3") && text.contains("not granted"),
+        "{text}"
+    );
+}

@@ -108,6 +108,17 @@ pub enum ModuleError {
         /// The import or export that names it.
         item: String,
     },
+    /// The component imports an interface this host does not grant to actors.
+    #[error(
+        "module {name:?} imports `{import}`, which is not granted to actors: they get mote:actor \
+         and WASI clocks, random and stdio (no files, no network, no wasi:http)"
+    )]
+    NotGranted {
+        /// The module name.
+        name: String,
+        /// The import.
+        import: String,
+    },
     /// No such module, or no such version of it.
     #[error("no module {name:?}{} is deployed", version.as_deref().map(|v| format!(" version {v:?}")).unwrap_or_default())]
     Unknown {

@@ -156,6 +156,32 @@ fn compatible(found: &str) -> bool {
     }
 }
 
+/// The interfaces an actor may import: the contract and the WASI p2 interfaces the host links
+/// (clocks, random and stdio work; the filesystem has no directories and sockets refuse).
+const GRANTED: &[&str] = &[
+    "mote:actor/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:cli/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+];
+
+/// Refuses a component that imports an interface the host does not grant (`wasi:http`, say).
+fn check_grants(name: &str, component: &Component, engine: &Engine) -> Result<(), ModuleError> {
+    let ty = component.component_type();
+    for (import, _) in ty.imports(engine) {
+        if !GRANTED.iter().any(|prefix| import.starts_with(prefix)) {
+            return Err(ModuleError::NotGranted {
+                name: name.to_owned(),
+                import: import.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a component whose `mote:actor` imports or exports name another contract version.
 fn check_contract(name: &str, component: &Component, engine: &Engine) -> Result<(), ModuleError> {
     let ty = component.component_type();
@@ -238,6 +264,7 @@ impl Modules {
         check_header(name, bytes)?;
         let component = self.component(name, &hash, bytes)?;
         check_contract(name, &component, &self.engine)?;
+        check_grants(name, &component, &self.engine)?;
         let wrong_world = |reason: String| ModuleError::WrongWorld {
             name: name.to_owned(),
             reason,
