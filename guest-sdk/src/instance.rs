@@ -332,6 +332,42 @@ mod tests {
         }
     }
 
+    /// An order as a Python or JS actor sends it: a JSON body of kind `order`.
+    #[derive(Serialize, Deserialize)]
+    struct Order {
+        id: u64,
+        item: String,
+    }
+
+    crate::json_message!(Order = "order");
+
+    /// An actor whose messages are JSON orders.
+    #[derive(Default)]
+    struct Shop {
+        /// (sender path, id, item) for each order.
+        orders: Vec<(String, u64, String)>,
+        /// The kinds that went to `unhandled`.
+        others: Vec<String>,
+    }
+
+    impl Actor for Shop {
+        type Msg = Order;
+
+        fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+            Ok(Self::default())
+        }
+
+        fn receive(&mut self, ctx: &mut Context, order: Order) -> Result<()> {
+            self.orders.push((path(ctx.sender()), order.id, order.item));
+            Ok(())
+        }
+
+        fn unhandled(&mut self, _ctx: &mut Context, env: Envelope) -> Result<()> {
+            self.others.push(env.kind);
+            Ok(())
+        }
+    }
+
     fn path(address: Option<&Address>) -> String {
         address.map(|a| a.path.clone()).unwrap_or_default()
     }
@@ -576,6 +612,36 @@ mod tests {
             error.as_deref(),
             Some("malformed carried state: 1 trailing bytes")
         );
+    }
+
+    #[test]
+    fn json_messages_from_other_languages_reach_receive() -> Result<()> {
+        let mut shop = Instance::<Shop>::start(b"")?;
+        shop.receive(Envelope {
+            sender: from("/user/py"),
+            kind: "order".to_string(),
+            body: br#"{"item": "tea", "id": 3}"#.to_vec(),
+        })?;
+        let order = Order {
+            id: 4,
+            item: "cake".to_string(),
+        };
+        shop.receive(Envelope::of(from("/user/rs"), &order)?)?;
+        shop.receive(Envelope::of(from("/user/rs"), &Door::Item(1))?)?;
+        let orders = [
+            ("/user/py".to_string(), 3, "tea".to_string()),
+            ("/user/rs".to_string(), 4, "cake".to_string()),
+        ];
+        assert_eq!(shop.actor.orders, orders);
+        assert_eq!(shop.actor.others, ["Door"]);
+        let malformed = Envelope {
+            sender: None,
+            kind: "order".to_string(),
+            body: br#"{"id": "three"}"#.to_vec(),
+        };
+        assert!(shop.receive(malformed).is_err());
+        assert_eq!(shop.actor.orders.len(), 2);
+        Ok(())
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! `upgradable-actor-world`).
 //!
 //! Modules:
-//! - [`message`](mod@message): the [`Message`] trait, [`message!`], the postcard body codec,
-//!   [`Envelope`] and the host's message kinds;
+//! - [`message`](mod@message): the [`Message`] trait, [`message!`] and [`json_message!`], the
+//!   body codecs ([`Encoding`]), [`Envelope`] and the host's message kinds;
 //! - [`context`]: [`Context`], the actor's view of the host;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
@@ -26,6 +26,36 @@
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
 //! - [`error`]: [`Error`] and [`Result`];
 //! - [`bindings`]: the raw `wit-bindgen` bindings.
+//!
+//! # Body encodings: postcard for Rust-to-Rust, JSON to talk to other languages
+//!
+//! A message's kind names its type and its body is that type's serde encoding. [`message!`]
+//! declares types whose bodies are postcard, compact and what Rust actors send each other.
+//! [`json_message!`] declares types whose bodies are UTF-8 JSON text (serde_json), which
+//! actors written in Python or JavaScript read with `json.loads`/`JSON.parse` and write with
+//! `json.dumps`/`JSON.stringify`. Both name the kind after the type unless given one:
+//! `json_message!(Order = "order")` matches a Python actor sending kind `"order"`. The choice
+//! is per type ([`Message::ENCODING`]); everything that sends or decodes a [`Message`] (`tell`,
+//! `reply`, `ask`, `publish`, timers, `receive`, [`encode`], [`decode`], [`Envelope`]) follows
+//! it. A JSON struct is an object; serde's attributes shape the rest (an enum is externally
+//! tagged by default: `{"Add":5}`, `"Get"`; `#[serde(tag = "type")]` is usually friendlier to
+//! other languages). Kinds starting `mote.` are the host's.
+//!
+//! ```
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// What a Python actor sends as `tell(to, "order", json.dumps({"id": 7, "item": "tea"}))`.
+//! #[derive(Serialize, Deserialize)]
+//! pub struct Order {
+//!     id: u64,
+//!     item: String,
+//! }
+//! mote_guest::json_message!(Order = "order");
+//!
+//! let order: Order = mote_guest::decode("order", br#"{"id": 7, "item": "tea"}"#)?;
+//! assert_eq!(mote_guest::encode(&order)?, br#"{"id":7,"item":"tea"}"#);
+//! # Ok::<(), mote_guest::Error>(())
+//! ```
 //!
 //! # Behaviours and the stash
 //!
@@ -296,7 +326,7 @@ pub use context::Context;
 pub use dead_letter::DeadLetter;
 pub use error::{Error, Result};
 pub use message::{
-    ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Envelope, Message, TERMINATED, decode, encode,
+    ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Encoding, Envelope, Message, TERMINATED, decode, encode,
 };
 pub use messaging::DEAD_LETTERS_TOPIC;
 pub use persistence::{Events, Recovery};

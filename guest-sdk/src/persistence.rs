@@ -9,7 +9,8 @@
 //! together when it returns, and only then released; if the commit fails the actor fails and
 //! its supervisor restarts it from the last commit.
 //!
-//! Snapshots and events are any serde types, postcard-encoded like message bodies. A snapshot
+//! Snapshots and events are any serde types, postcard-encoded (whatever the message types' body
+//! encoding). A snapshot
 //! covers every event up to the `seq` [`Context::save_snapshot`] returns, so recovery is the
 //! snapshot, then the later events in order: [`Recovery::fold`] does both, [`Recovery::events`]
 //! reads the events one by one, fetched lazily in pages of [`REPLAY_PAGE`].

@@ -28,7 +28,7 @@
 //! the old instance: the actor has not stopped.
 //!
 //! The bytes are the actor's own business; [`state`] and [`from_state`] encode any serde type
-//! with postcard, like message bodies. Keep the saved type's layout stable across versions, or
+//! with postcard (whatever the message types' body encoding). Keep the saved type's layout stable across versions, or
 //! switch on `from_version` in `migrate` to read older layouts.
 //!
 //! ```no_run

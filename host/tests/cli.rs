@@ -337,3 +337,118 @@ fn deploy_upgrade_and_roll_back_a_running_host() {
     ]));
     assert!(line.contains("still runs 1 actor"), "{line}");
 }
+
+#[test]
+fn new_scaffolds_rust_and_python_actors_that_build_and_run() {
+    let dir = scratch("new");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let run_in = |cwd: &Path, program: &Path, args: &[&str]| {
+        let out = Command::new(program)
+            .current_dir(cwd)
+            .args(args)
+            .env_remove("CARGO_TARGET_DIR")
+            .env("CARGO_TARGET_DIR", repo.join("example-actors/target"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-rs"));
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-py"));
+    let mote_bin = Path::new(env!("CARGO_BIN_EXE_mote"));
+    run_in(&dir, mote_bin, &["new", "tmpl-rs", "--lang", "rust"]);
+    run_in(&dir, mote_bin, &["new", "tmpl-py", "--lang", "python"]);
+    let line = one_line_error(&mote(&["new", "Bad Name"]));
+    assert!(line.contains("invalid project name"), "{line}");
+
+    // The Rust template builds as it is (sharing the example actors' compiled dependencies).
+    let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    run_in(&dir.join("tmpl-rs"), &cargo, &["build", "--release"]);
+    let rust_wasm = repo.join("example-actors/target/wasm32-wasip2/release/tmpl_rs.wasm");
+    // The Python template builds with componentize-py (the venv host/build.rs installed).
+    let componentize = repo.join("example-actors/.toolchains/python/bin/componentize-py");
+    assert!(
+        componentize.exists(),
+        "componentize-py is missing: build the host (cargo build -p mote-host) to install it"
+    );
+    run_in(
+        &dir.join("tmpl-py"),
+        &componentize,
+        &[
+            "-d",
+            "wit",
+            "-w",
+            "actor-world",
+            "componentize",
+            "app",
+            "-o",
+            "tmpl-py.wasm",
+        ],
+    );
+    let python_wasm = dir.join("tmpl-py/tmpl-py.wasm");
+
+    let manifest = write(
+        &dir,
+        "templates.toml",
+        &format!(
+            "[[module]]\nname = \"rs\"\npath = {rust_wasm:?}\n[[module]]\nname = \"py\"\npath = {python_wasm:?}\n\
+             [[actor]]\npath = \"/user/r\"\nmodule = \"rs\"\n[[actor]]\npath = \"/user/p\"\nmodule = \"py\"\n"
+        ),
+    );
+    let socket = dir.join("new.sock");
+    let socket_arg = socket.to_str().unwrap();
+    let _host = Host(
+        Command::new(mote_bin)
+            .current_dir(&dir)
+            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start mote run"),
+    );
+    // Compiling the Python component takes a while on a cold cache.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !mote(&["tree", "--control", socket_arg]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "host did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Rust template: Msg::Add(5) is postcard [0, 5], Msg::Get [1], the reply Msg::Total(5) [2, 5].
+    mote_ok(&[
+        "send",
+        "/user/r",
+        "Msg",
+        "--hex",
+        "0005",
+        "--control",
+        socket_arg,
+    ]);
+    let reply = mote_ok(&[
+        "ask",
+        "/user/r",
+        "Msg",
+        "--hex",
+        "01",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(reply.contains("kind=Msg body=0205"), "{reply}");
+    // Python template: JSON bodies.
+    mote_ok(&[
+        "send",
+        "/user/p",
+        "add",
+        "--text",
+        r#"{"n": 5}"#,
+        "--control",
+        socket_arg,
+    ]);
+    let reply = mote_ok(&["ask", "/user/p", "get", "--control", socket_arg]);
+    assert!(reply.contains(r#"text="{\"total\":5}""#), "{reply}");
+}

@@ -3,6 +3,7 @@
 
 mod control;
 mod demo;
+mod new;
 mod run;
 
 use std::path::PathBuf;
@@ -111,6 +112,14 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
+    /// Create an actor project that builds to a component: `mote new <name> --lang rust|python`.
+    New {
+        /// The project (and module) name.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+    },
     /// Remove a module version (or all versions) from a running host; refused while actors run it.
     Undeploy {
         /// The module name.
@@ -160,6 +169,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             db,
         } => run::run(&manifest, control, db).await,
         Command::Demo { db } => demo::demo(&db).await,
+        Command::New { name, lang } => new::new(&name, lang),
         Command::Send {
             to,
             kind,
