@@ -1,8 +1,9 @@
 //! Builds the example actors in `example-actors/` to wasm32-wasip2 components, the way
 //! wasmtime's `test-programs/artifacts` does, and tells the crate where they are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::SystemTime;
 
 fn main() {
     let manifest_dir =
@@ -65,6 +66,7 @@ fn main() {
     );
     let out = target_dir.join("wasm32-wasip2").join("release");
     python::build(&root, &examples, &out);
+    js::build(&root, &examples, &out);
     println!("cargo:rustc-env=MOTE_EXAMPLES_DIR={}", out.display());
 }
 
@@ -73,7 +75,8 @@ fn main() {
 mod python {
     use std::path::{Path, PathBuf};
     use std::process::Command;
-    use std::time::SystemTime;
+
+    use super::{modified, newest};
 
     /// The componentize-py release the Python actors are built with.
     const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
@@ -169,29 +172,30 @@ mod python {
         );
         componentize
     }
+}
 
-    fn modified(path: &Path) -> Option<SystemTime> {
-        std::fs::metadata(path).and_then(|m| m.modified()).ok()
-    }
+/// When `path` was last modified, if it exists.
+pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
 
-    /// The newest modification time of the files under `dirs`.
-    fn newest(dirs: &[&Path]) -> SystemTime {
-        let mut newest = SystemTime::UNIX_EPOCH;
-        let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
-        while let Some(path) = stack.pop() {
-            if path.is_dir() {
-                if path.ends_with("__pycache__") {
-                    continue;
-                }
-                if let Ok(dir) = std::fs::read_dir(&path) {
-                    stack.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
-                }
-            } else if let Some(t) = modified(&path) {
-                newest = newest.max(t);
+/// The newest modification time of the files under `dirs`.
+pub(crate) fn newest(dirs: &[&Path]) -> SystemTime {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            if path.ends_with("__pycache__") {
+                continue;
             }
+            if let Ok(dir) = std::fs::read_dir(&path) {
+                stack.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+        } else if let Some(t) = modified(&path) {
+            newest = newest.max(t);
         }
-        newest
     }
+    newest
 }
 
 /// Installs the wasm32-wasip2 target through rustup if the toolchain lacks it.
@@ -208,5 +212,101 @@ fn ensure_target() {
         let _ = Command::new("rustup")
             .args(["target", "add", "wasm32-wasip2"])
             .status();
+    }
+}
+
+/// The JavaScript example actors: componentize-js from the npm registry in a project-local
+/// `node_modules`, then one component per `example-actors/js/js_*.js`, with the helper library
+/// `mote_actor.js` put in front (componentize-js takes a single ES module). Built without
+/// `wasi:http` (`-d http fetch-event`), which the host does not grant.
+mod js {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::{modified, newest};
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("js");
+        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
+            Ok(dir) => dir
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|e| e == "js")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("js_"))
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
+        let stale: Vec<&PathBuf> = actors
+            .iter()
+            .filter(|a| {
+                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
+                modified(&wasm).is_none_or(|built| built < newest_input)
+            })
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let componentize = toolchain(examples, &sources);
+        let helper = std::fs::read_to_string(sources.join("mote_actor.js"))
+            .expect("example-actors/js/mote_actor.js is readable");
+        let bundles = examples.join("target").join("js");
+        std::fs::create_dir_all(&bundles).expect("example-actors/target/js can be created");
+        for actor in stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("JavaScript file names are UTF-8");
+            let source = std::fs::read_to_string(actor).expect("the actor source is readable");
+            let bundle = bundles.join(format!("{module}.js"));
+            std::fs::write(&bundle, format!("{helper}\n{source}")).expect("bundle written");
+            let status = Command::new(&componentize)
+                .arg(&bundle)
+                .arg("--wit")
+                .arg(root.join("wit"))
+                .args(["-n", "actor-world", "-d", "http", "fetch-event", "-o"])
+                .arg(out.join(format!("{module}.wasm")))
+                .status()
+                .expect("failed to run componentize-js");
+            assert!(
+                status.success(),
+                "componentize-js failed for {}",
+                actor.display()
+            );
+        }
+    }
+
+    /// componentize-js in the project-local node_modules, installing it if needed.
+    fn toolchain(examples: &Path, sources: &Path) -> PathBuf {
+        let dir = examples.join(".toolchains").join("js");
+        let componentize = dir
+            .join("node_modules")
+            .join(".bin")
+            .join("componentize-js");
+        if componentize.exists() {
+            return componentize;
+        }
+        let how = "the JavaScript example actors need Node.js 18+ and npm \
+                   (Debian: apt-get install nodejs npm)";
+        std::fs::create_dir_all(&dir).expect("example-actors/.toolchains/js can be created");
+        std::fs::copy(sources.join("package.json"), dir.join("package.json"))
+            .expect("example-actors/js/package.json is readable");
+        println!(
+            "cargo:warning=installing componentize-js from npm into {}",
+            dir.display()
+        );
+        let status = Command::new("npm")
+            .current_dir(&dir)
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run npm ({e}): {how}"));
+        assert!(
+            status.success(),
+            "npm install of componentize-js failed (it needs the npm registry): {how}"
+        );
+        componentize
     }
 }

@@ -94,3 +94,75 @@ async fn a_component_importing_wasi_http_is_refused_naming_the_import() {
         "{text}"
     );
 }
+
+/// The next four reports of the order-desk sink: (total, gold, via-js, order id).
+async fn sunk(probe: &mut mote_host::Probe) -> (u64, u64, u64, u64) {
+    let mut values = Vec::new();
+    for label in ["total", "gold", "via-js", "order"] {
+        let report = next_report(probe).await;
+        assert_eq!(report.label, label, "{report:?}");
+        values.push(report.value);
+    }
+    (values[0], values[1], values[2], values[3])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_python_and_javascript_actors_form_one_supervised_pipeline() {
+    let system = system_with(&["order_desk", "py_orders", "js_events"]);
+    let mut probe = system.probe("p").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    // Rust source -> Python (running totals) -> JS (tiers) -> Rust sink -> probe.
+    system
+        .spawn("sink", "order_desk", b"sink /system/p")
+        .unwrap();
+    system
+        .spawn("js", "js_events", b"orders-in /user/sink")
+        .unwrap();
+    system.spawn("py", "py_orders", b"/user/js").unwrap();
+    system
+        .spawn("src", "order_desk", b"source /user/py 6")
+        .unwrap();
+    // Orders 1..=6 alternate bob (odd) and ann (even), amount 3 * id.
+    let expected = [
+        (3, 0, 1),
+        (6, 0, 2),
+        (12, 1, 3),
+        (18, 1, 4),
+        (27, 1, 5),
+        (36, 1, 6),
+    ];
+    for (total, gold, id) in expected {
+        assert_eq!(sunk(&mut probe).await, (total, gold, 1, id));
+    }
+    // The JS actor also transforms what is published to its topic.
+    let published = br#"{"id":100,"customer":"cy","amount":4,"total":4}"#.to_vec();
+    assert_eq!(system.publish("orders-in", "order", published), 1);
+    assert_eq!(sunk(&mut probe).await, (4, 0, 1, 100));
+
+    // A raising Python actor and a throwing JS actor are supervised failures, then serve again.
+    system.tell("/user/py", "fail", Vec::new()).unwrap();
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(decision.child.path.as_str(), "/user/py");
+    assert_eq!(decision.directive, Directive::Restart);
+    assert!(
+        decision.error.contains("RuntimeError"),
+        "{}",
+        decision.error
+    );
+    system.tell("/user/js", "throw", Vec::new()).unwrap();
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(decision.child.path.as_str(), "/user/js");
+    assert_eq!(decision.directive, Directive::Restart);
+    assert!(
+        decision
+            .error
+            .contains("Error: js_events was asked to throw"),
+        "{}",
+        decision.error
+    );
+    let order = br#"{"id":7,"customer":"ann","amount":11}"#.to_vec();
+    system.tell("/user/py", "order", order).unwrap();
+    // The restarted Python actor starts its totals afresh.
+    assert_eq!(sunk(&mut probe).await, (11, 1, 1, 7));
+    system.shutdown().await.unwrap();
+}
