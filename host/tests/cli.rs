@@ -339,7 +339,7 @@ fn deploy_upgrade_and_roll_back_a_running_host() {
 }
 
 #[test]
-fn new_scaffolds_rust_and_python_actors_that_build_and_run() {
+fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     let dir = scratch("new");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -362,9 +362,11 @@ fn new_scaffolds_rust_and_python_actors_that_build_and_run() {
     };
     let _ = std::fs::remove_dir_all(dir.join("tmpl-rs"));
     let _ = std::fs::remove_dir_all(dir.join("tmpl-py"));
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-js"));
     let mote_bin = Path::new(env!("CARGO_BIN_EXE_mote"));
     run_in(&dir, mote_bin, &["new", "tmpl-rs", "--lang", "rust"]);
     run_in(&dir, mote_bin, &["new", "tmpl-py", "--lang", "python"]);
+    run_in(&dir, mote_bin, &["new", "tmpl-js", "--lang", "js"]);
     let line = one_line_error(&mote(&["new", "Bad Name"]));
     assert!(line.contains("invalid project name"), "{line}");
 
@@ -372,34 +374,48 @@ fn new_scaffolds_rust_and_python_actors_that_build_and_run() {
     let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
     run_in(&dir.join("tmpl-rs"), &cargo, &["build", "--release"]);
     let rust_wasm = repo.join("example-actors/target/wasm32-wasip2/release/tmpl_rs.wasm");
-    // The Python template builds with componentize-py (the venv host/build.rs installed).
-    let componentize = repo.join("example-actors/.toolchains/python/bin/componentize-py");
-    assert!(
-        componentize.exists(),
-        "componentize-py is missing: build the host (cargo build -p mote-host) to install it"
-    );
-    run_in(
-        &dir.join("tmpl-py"),
-        &componentize,
-        &[
-            "-d",
-            "wit",
-            "-w",
-            "actor-world",
-            "componentize",
-            "app",
-            "-o",
-            "tmpl-py.wasm",
-        ],
-    );
+    // The Python and JS templates build with their build.sh, given the toolchains host/build.rs
+    // installed (so the test does not download them again).
+    let toolchains = repo.join("example-actors/.toolchains");
+    for (project, var, tool) in [
+        (
+            "tmpl-py",
+            "MOTE_COMPONENTIZE_PY",
+            "python/bin/componentize-py",
+        ),
+        (
+            "tmpl-js",
+            "MOTE_COMPONENTIZE_JS",
+            "js/node_modules/.bin/componentize-js",
+        ),
+    ] {
+        let tool = toolchains.join(tool);
+        assert!(
+            tool.exists(),
+            "{} is missing: build the host (cargo build -p mote-host) to install it",
+            tool.display()
+        );
+        let out = Command::new(dir.join(project).join("build.sh"))
+            .env(var, &tool)
+            .output()
+            .expect("run build.sh");
+        assert!(
+            out.status.success(),
+            "{project}/build.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let python_wasm = dir.join("tmpl-py/tmpl-py.wasm");
+    let js_wasm = dir.join("tmpl-js/tmpl-js.wasm");
 
     let manifest = write(
         &dir,
         "templates.toml",
         &format!(
             "[[module]]\nname = \"rs\"\npath = {rust_wasm:?}\n[[module]]\nname = \"py\"\npath = {python_wasm:?}\n\
-             [[actor]]\npath = \"/user/r\"\nmodule = \"rs\"\n[[actor]]\npath = \"/user/p\"\nmodule = \"py\"\n"
+             [[module]]\nname = \"js\"\npath = {js_wasm:?}\n\
+             [[actor]]\npath = \"/user/r\"\nmodule = \"rs\"\n[[actor]]\npath = \"/user/p\"\nmodule = \"py\"\n\
+             [[actor]]\npath = \"/user/j\"\nmodule = \"js\"\n"
         ),
     );
     let socket = dir.join("new.sock");
@@ -439,16 +455,21 @@ fn new_scaffolds_rust_and_python_actors_that_build_and_run() {
         socket_arg,
     ]);
     assert!(reply.contains("kind=Msg body=0205"), "{reply}");
-    // Python template: JSON bodies.
-    mote_ok(&[
-        "send",
-        "/user/p",
-        "add",
-        "--text",
-        r#"{"n": 5}"#,
-        "--control",
-        socket_arg,
-    ]);
-    let reply = mote_ok(&["ask", "/user/p", "get", "--control", socket_arg]);
-    assert!(reply.contains(r#"text="{\"total\":5}""#), "{reply}");
+    // Python and JS templates: JSON bodies.
+    for actor in ["/user/p", "/user/j"] {
+        mote_ok(&[
+            "send",
+            actor,
+            "add",
+            "--text",
+            r#"{"n": 5}"#,
+            "--control",
+            socket_arg,
+        ]);
+        let reply = mote_ok(&["ask", actor, "get", "--control", socket_arg]);
+        assert!(
+            reply.contains(r#"text="{\"total\":5}""#),
+            "{actor}: {reply}"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! `mote new <name> --lang rust|python`: scaffolds an actor project that builds to a component
+//! `mote new <name> --lang rust|python|js`: scaffolds an actor project that builds to a component
 //! as it is. The templates live in `host/templates/` and are compiled into the binary.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 pub(crate) enum Lang {
     Rust,
     Python,
+    Js,
 }
 
 /// One file of a template: its path in the project and its text.
@@ -63,6 +64,28 @@ const PYTHON: &[File] = &[
     ),
 ];
 
+const JS: &[File] = &[
+    ("app.js", include_str!("../../templates/js/app.js.tmpl")),
+    (
+        "mote_actor.js",
+        include_str!("../../../example-actors/js/mote_actor.js"),
+    ),
+    ("wit/actor.wit", include_str!("../../../wit/actor.wit")),
+    (
+        "package.json",
+        include_str!("../../templates/js/package.json.tmpl"),
+    ),
+    ("build.sh", include_str!("../../templates/js/build.sh.tmpl")),
+    (
+        "manifest.toml",
+        include_str!("../../templates/js/manifest.toml.tmpl"),
+    ),
+    (
+        "README.md",
+        include_str!("../../templates/js/README.md.tmpl"),
+    ),
+];
+
 /// Where the Rust SDK lives, for the new project's path dependency.
 fn sdk_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -98,6 +121,7 @@ pub(crate) fn new(name: &str, lang: Lang) -> anyhow::Result<()> {
     let files = match lang {
         Lang::Rust => RUST,
         Lang::Python => PYTHON,
+        Lang::Js => JS,
     };
     let file_stem = name.replace('-', "_");
     for (path, text) in files {
@@ -113,12 +137,12 @@ pub(crate) fn new(name: &str, lang: Lang) -> anyhow::Result<()> {
         std::fs::write(&target, text)
             .with_context(|| format!("cannot write {}", target.display()))?;
     }
-    if lang == Lang::Python {
+    if lang != Lang::Rust {
         make_executable(&dir.join("build.sh"))?;
     }
     let build = match lang {
         Lang::Rust => "cargo build --release",
-        Lang::Python => "./build.sh",
+        Lang::Python | Lang::Js => "./build.sh",
     };
     println!("created {name}/ ({lang:?}); build it with: cd {name} && {build}");
     Ok(())
