@@ -16,6 +16,9 @@
 //! - `recovery`: time to recover a journal of 100,000 events (start + replay + first answer).
 //! - `activation`: ask latency of a passivated entity (activation + recovery) against a live one.
 //! - `persist`: commit, recovery and activation.
+//! - `languages`: per guest language (Rust, Python, JavaScript) through Mote itself: component
+//!   size, compile time, instantiate (spawn to first answer, net of one call), call round trip
+//!   and resident memory per live instance.
 //! - `upgrade`: cold start of a module with and without the compiled cache; a rolling upgrade of
 //!   1,000 actors with their state: actors/s and the pause per actor.
 //!
@@ -83,6 +86,7 @@ fn main() -> anyhow::Result<()> {
             "recovery" => recovery(&args).await,
             "activation" => activation(&args).await,
             "upgrade" => upgrade(&args).await,
+            "languages" => languages(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -722,4 +726,88 @@ async fn upgrade(args: &Args) -> anyhow::Result<()> {
     );
     system.shutdown().await.ok();
     Ok(())
+}
+
+/// One guest language's example actor and the query it answers.
+struct Lang {
+    name: &'static str,
+    module: &'static str,
+    init: &'static [u8],
+    kind: &'static str,
+    query: Vec<u8>,
+}
+
+async fn languages(args: &Args) -> anyhow::Result<()> {
+    let langs = [
+        Lang {
+            name: "rust",
+            module: "counter",
+            init: b"",
+            kind: Counter::KIND,
+            query: encode(&Counter::Get)?,
+        },
+        Lang {
+            name: "python",
+            module: "py_orders",
+            init: b"",
+            kind: "totals",
+            query: Vec::new(),
+        },
+        Lang {
+            name: "js",
+            module: "js_events",
+            init: b"",
+            kind: "stats",
+            query: Vec::new(),
+        },
+    ];
+    const INSTANCES: usize = 40;
+    const CALLS: u32 = 2000;
+    for lang in &langs {
+        let file = examples::path(lang.module).ok_or_else(|| anyhow!("no example actors built"))?;
+        let size = std::fs::metadata(&file)?.len();
+        let system = system(args, &[])?;
+        let compile = Instant::now();
+        system.deploy_file(lang.module, &file)?;
+        let compile = compile.elapsed().as_secs_f64();
+        // Call: round trips to one live instance.
+        system.spawn("warm", lang.module, lang.init)?;
+        query(&system, "/user/warm", lang).await?;
+        let start = Instant::now();
+        for _ in 0..CALLS {
+            query(&system, "/user/warm", lang).await?;
+        }
+        let call = start.elapsed().as_secs_f64() / f64::from(CALLS);
+        // Instantiate: spawn to first answer, net of one call; memory: resident growth per
+        // instance once each has answered.
+        let rss_before = rss_bytes();
+        let start = Instant::now();
+        for i in 0..INSTANCES {
+            let path = format!("/user/i{i}");
+            system.spawn(&path, lang.module, lang.init)?;
+            query(&system, &path, lang).await?;
+        }
+        let instantiate = start.elapsed().as_secs_f64() / INSTANCES as f64 - call;
+        let rss = rss_bytes().saturating_sub(rss_before) / INSTANCES as u64;
+        println!(
+            "RESULT runtime=mote workload=languages lang={} size_bytes={size} compile_ms={:.0} \
+             instantiate_us={:.0} call_us={:.1} rss_per_instance_kib={}",
+            lang.name,
+            compile * 1e3,
+            instantiate * 1e6,
+            call * 1e6,
+            rss / 1024
+        );
+        system.shutdown().await.ok();
+    }
+    Ok(())
+}
+
+/// Asks `path` the language's query and waits for the answer.
+async fn query(system: &ActorSystem, path: &str, lang: &Lang) -> anyhow::Result<()> {
+    system
+        .ask(path, lang.kind, lang.query.clone(), WAIT)
+        .await
+        .map(drop)
+        .with_context(|| format!("{} actor at {path}", lang.name))
 }
