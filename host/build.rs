@@ -67,6 +67,7 @@ fn main() {
     let out = target_dir.join("wasm32-wasip2").join("release");
     python::build(&root, &examples, &out);
     js::build(&root, &examples, &out);
+    c::build(&root, &examples, &out);
     println!("cargo:rustc-env=MOTE_EXAMPLES_DIR={}", out.display());
 }
 
@@ -135,7 +136,7 @@ mod python {
     }
 
     /// The venv's componentize-py, installing both if needed.
-    fn toolchain(examples: &Path) -> PathBuf {
+    pub(super) fn toolchain(examples: &Path) -> PathBuf {
         let venv = examples.join(".toolchains").join("python");
         let bin = venv.join("bin");
         let componentize = bin.join("componentize-py");
@@ -308,5 +309,131 @@ mod js {
             "npm install of componentize-js failed (it needs the npm registry): {how}"
         );
         componentize
+    }
+}
+
+/// The C example actors: `zig cc` (the `ziglang` package from PyPI, in the Python venv) compiles
+/// each `example-actors/c/c_*.c` to a freestanding core module; wit-component embeds the
+/// `actor-world` and wraps it into a component. No libc, no WASI: a few KB.
+mod c {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::{modified, newest};
+
+    /// The Zig release whose `zig cc` compiles the C actors.
+    const ZIGLANG: &str = "ziglang==0.17.1";
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("c");
+        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
+            Ok(dir) => dir
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|e| e == "c")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("c_"))
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
+        let stale: Vec<&PathBuf> = actors
+            .iter()
+            .filter(|a| {
+                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
+                modified(&wasm).is_none_or(|built| built < newest_input)
+            })
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let python = zig(examples);
+        let mut resolve = wit_parser::Resolve::default();
+        let (package, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
+        let world = resolve
+            .select_world(&[package], Some("actor-world"))
+            .expect("wit/ has actor-world");
+        let cores = examples.join("target").join("c");
+        std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
+        for actor in stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("C file names are UTF-8");
+            let core = cores.join(format!("{module}.core.wasm"));
+            let status = Command::new(&python)
+                .args([
+                    "-m",
+                    "ziglang",
+                    "cc",
+                    "-target",
+                    "wasm32-freestanding",
+                    "-nostdlib",
+                ])
+                .args(["-O2", "-Wl,--no-entry", "-Wl,--export=cabi_realloc", "-o"])
+                .arg(&core)
+                .arg(actor)
+                .status()
+                .expect("failed to run zig cc");
+            assert!(status.success(), "zig cc failed for {}", actor.display());
+            let mut bytes = std::fs::read(&core).expect("zig cc wrote the module");
+            wit_component::embed_component_metadata(
+                &mut bytes,
+                &resolve,
+                world,
+                wit_component::StringEncoding::UTF8,
+                false,
+            )
+            .expect("the world embeds");
+            let component = wit_component::ComponentEncoder::default()
+                .validate(true)
+                .module(&bytes)
+                .and_then(|e| e.encode())
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{} is not a valid actor-world module: {e:#}",
+                        actor.display()
+                    )
+                });
+            std::fs::write(out.join(format!("{module}.wasm")), component)
+                .expect("component written");
+        }
+    }
+
+    /// The venv's Python with the `ziglang` package, installing it if needed.
+    fn zig(examples: &Path) -> PathBuf {
+        super::python::toolchain(examples);
+        let python = examples
+            .join(".toolchains")
+            .join("python")
+            .join("bin")
+            .join("python");
+        let marker = examples
+            .join(".toolchains")
+            .join("python")
+            .join("ziglang.installed");
+        if marker.exists() {
+            return python;
+        }
+        println!("cargo:warning=installing {ZIGLANG} (zig cc) from PyPI into the Python venv");
+        let status = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                ZIGLANG,
+            ])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {} ({e})", python.display()));
+        assert!(
+            status.success(),
+            "pip install {ZIGLANG} failed (it needs PyPI)"
+        );
+        std::fs::write(&marker, ZIGLANG).expect("marker written");
+        python
     }
 }

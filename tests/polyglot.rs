@@ -166,3 +166,38 @@ async fn rust_python_and_javascript_actors_form_one_supervised_pipeline() {
     assert_eq!(sunk(&mut probe).await, (11, 1, 1, 7));
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_actor_of_a_few_kilobytes_counts_answers_and_fails_like_the_others() {
+    let size = std::fs::metadata(mote_host::examples::path("c_counter").unwrap())
+        .unwrap()
+        .len();
+    assert!(size < 64 * 1024, "the C component is {size} bytes");
+    let system = system_with(&["c_counter"]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("c", "c_counter", b"").unwrap();
+    system.tell("/user/c", "add", json("5")).unwrap();
+    system.tell("/user/c", "add", json("37")).unwrap();
+    let reply = system
+        .ask("/user/c", "get", Vec::new(), DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(
+        (reply.kind.as_str(), body(&reply).as_str()),
+        ("total", "42")
+    );
+    system.tell("/user/c", "fail", Vec::new()).unwrap();
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(decision.directive, Directive::Restart);
+    assert!(
+        decision.error.contains("c_counter was asked to fail"),
+        "{}",
+        decision.error
+    );
+    let reply = system
+        .ask("/user/c", "get", Vec::new(), DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(body(&reply), "0", "a fresh instance after the restart");
+    system.shutdown().await.unwrap();
+}

@@ -16,7 +16,7 @@
 //! - `recovery`: time to recover a journal of 100,000 events (start + replay + first answer).
 //! - `activation`: ask latency of a passivated entity (activation + recovery) against a live one.
 //! - `persist`: commit, recovery and activation.
-//! - `languages`: per guest language (Rust, Python, JavaScript) through Mote itself: component
+//! - `languages`: per guest language (Rust, Python, JavaScript, C) through Mote itself: component
 //!   size, compile time, instantiate (spawn to first answer, net of one call), call round trip
 //!   and resident memory per live instance.
 //! - `upgrade`: cold start of a module with and without the compiled cache; a rolling upgrade of
@@ -758,6 +758,13 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
             module: "js_events",
             init: b"",
             kind: "stats",
+            query: Vec::new(),
+        },
+        Lang {
+            name: "c",
+            module: "c_counter",
+            init: b"",
+            kind: "get",
             query: Vec::new(),
         },
     ];

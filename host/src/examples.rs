@@ -41,4 +41,5 @@ pub const NAMES: &[&str] = &[
     "order_desk",
     "py_orders",
     "js_events",
+    "c_counter",
 ];
