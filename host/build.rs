@@ -219,7 +219,8 @@ fn ensure_target() {
 /// The JavaScript example actors: componentize-js from the npm registry in a project-local
 /// `node_modules`, then one component per `example-actors/js/js_*.js`, with the helper library
 /// `mote_actor.js` put in front (componentize-js takes a single ES module). Built without
-/// `wasi:http` (`-d http fetch-event`), which the host does not grant.
+/// `wasi:http` (`-d http fetch-event`), which the host grants only on request, except the
+/// `js_http_*` actors, which make HTTP requests.
 mod js {
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -264,11 +265,19 @@ mod js {
             let source = std::fs::read_to_string(actor).expect("the actor source is readable");
             let bundle = bundles.join(format!("{module}.js"));
             std::fs::write(&bundle, format!("{helper}\n{source}")).expect("bundle written");
+            // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
+            let disabled: &[&str] = if module.starts_with("js_http_") {
+                &["fetch-event"]
+            } else {
+                &["http", "fetch-event"]
+            };
             let status = Command::new(&componentize)
                 .arg(&bundle)
                 .arg("--wit")
                 .arg(root.join("wit"))
-                .args(["-n", "actor-world", "-d", "http", "fetch-event", "-o"])
+                .args(["-n", "actor-world", "-d"])
+                .args(disabled)
+                .arg("-o")
                 .arg(out.join(format!("{module}.wasm")))
                 .status()
                 .expect("failed to run componentize-js");

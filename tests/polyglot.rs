@@ -201,3 +201,60 @@ async fn a_c_actor_of_a_few_kilobytes_counts_answers_and_fails_like_the_others()
     assert_eq!(body(&reply), "0", "a fresh instance after the restart");
     system.shutdown().await.unwrap();
 }
+
+/// Serves one HTTP request on a loopback port with `body`; returns the URL.
+fn serve_once(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/greeting", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wasi_http_is_refused_unless_granted_and_works_when_granted() {
+    let system = system_with(&[]);
+    let path = mote_host::examples::path("js_http_fetch").unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let err = system.deploy("fetch", &bytes).unwrap_err().to_string();
+    assert!(
+        err.contains("imports `wasi:http/") && err.contains("not granted"),
+        "{err}"
+    );
+    let grants = vec!["wasi:http".to_owned()];
+    system
+        .deploy_granted("fetch", "0", &bytes, &grants)
+        .unwrap();
+    let info = system.module_list();
+    assert_eq!(info[0].grants, grants);
+    system.spawn("f", "fetch", b"").unwrap();
+    let url = serve_once("hello from the host side");
+    let request = format!(r#"{{"url":"{url}"}}"#).into_bytes();
+    let reply = system
+        .ask("/user/f", "fetch", request, DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(reply.kind, "fetched");
+    assert_eq!(
+        body(&reply),
+        r#"{"status":200,"body":"hello from the host side"}"#
+    );
+    // Only `wasi:http` can be granted.
+    let bad = system.deploy_granted("x", "0", &bytes, &["wasi:sockets".to_owned()]);
+    assert!(
+        bad.unwrap_err()
+            .to_string()
+            .contains("grantable: wasi:http")
+    );
+    system.shutdown().await.unwrap();
+}

@@ -13,7 +13,8 @@
 // `msg.body` the raw bytes; `ctx.tell(to, kind, value)` encodes `value` as JSON (a Uint8Array
 // goes as it is). The Rust SDK speaks the same encoding for types declared with `json_message!`.
 // An exception thrown by `start` or `receive` is returned to the host as the call's error: the
-// actor fails and its supervisor decides, as for a Rust actor.
+// actor fails and its supervisor decides, as for a Rust actor. `receive` may be async (return a
+// promise): the call then ends when the promise settles.
 import { selfAddress, tell, tellPath, spawn, stop, log } from 'mote:actor/host@0.1.0';
 import { restartCause } from 'mote:actor/supervision@0.1.0';
 import { publish, subscribe, ask } from 'mote:actor/messaging@0.1.0';
@@ -110,13 +111,26 @@ function moteActor(definition) {
         sender: raw.sender ? raw.sender.path : undefined,
         senderAddress: raw.sender,
       };
+      let result;
       try {
-        if (self.receive) self.receive(ctx, ctx.current);
+        result = self.receive ? self.receive(ctx, ctx.current) : undefined;
       } catch (e) {
-        return failure(e);
-      } finally {
         ctx.current = undefined;
+        return failure(e);
       }
+      if (result && typeof result.then === 'function') {
+        // An async receive (a fetch, say): componentize-js awaits the promise within the call.
+        return result.then(
+          () => {
+            ctx.current = undefined;
+          },
+          (e) => {
+            ctx.current = undefined;
+            return failure(e);
+          },
+        );
+      }
+      ctx.current = undefined;
     },
     stopping(reason) {
       try {

@@ -42,4 +42,5 @@ pub const NAMES: &[&str] = &[
     "py_orders",
     "js_events",
     "c_counter",
+    "js_http_fetch",
 ];

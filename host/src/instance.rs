@@ -58,6 +58,8 @@ pub(crate) struct ActorState {
     slice: Duration,
     memory_hit: bool,
     wasi: WasiCtx,
+    /// Used only by modules granted `wasi:http`.
+    http: wasmtime_wasi_http::WasiHttpCtx,
     table: ResourceTable,
 }
 
@@ -101,6 +103,7 @@ impl ActorState {
             slice,
             memory_hit: false,
             wasi,
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
             table: ResourceTable::new(),
         }
     }
@@ -166,6 +169,22 @@ impl ResourceLimiter for ActorState {
 pub(crate) fn add_to_linker(linker: &mut Linker<ActorState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     ActorWorld::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+}
+
+/// Adds `wasi:http` (outgoing requests through the host's HTTP client) to a linker: only the
+/// linker of modules a manifest grants it.
+pub(crate) fn add_http_to_linker(linker: &mut Linker<ActorState>) -> wasmtime::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
+
+impl wasmtime_wasi_http::WasiHttpView for ActorState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            hooks: wasmtime_wasi_http::default_hooks(),
+            table: &mut self.table,
+            ctx: &mut self.http,
+        }
+    }
 }
 
 /// A failure of a guest call.

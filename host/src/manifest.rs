@@ -5,6 +5,7 @@
 //! name = "pingpong"
 //! path = "pingpong.wasm"     # relative to the manifest's folder
 //! version = "1.0.0"          # optional (default "0"); the first listed version of a name is current
+//! grant = ["wasi:http"]      # optional: beyond mote:actor and WASI clocks/random/stdio
 //!
 //! [[actor]]
 //! path = "/user/ping"        # top-level actors only: children are spawned by their parents
@@ -69,6 +70,8 @@ pub struct ModuleSpec {
     pub name: String,
     /// The version (default [`crate::DEFAULT_VERSION`]).
     pub version: String,
+    /// What it is granted beyond the defaults (`wasi:http`).
+    pub grants: Vec<String>,
     /// The `.wasm` file, resolved against the manifest's folder.
     pub path: PathBuf,
 }
@@ -120,6 +123,8 @@ struct RawModule {
     name: String,
     path: PathBuf,
     version: Option<String>,
+    #[serde(default)]
+    grant: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -187,8 +192,20 @@ impl Manifest {
                 )));
             }
             names.insert(m.name.clone());
+            if let Some(unknown) = m
+                .grant
+                .iter()
+                .find(|g| !crate::module::GRANTABLE.contains(&g.as_str()))
+            {
+                return Err(invalid(format!(
+                    "module {:?}: {unknown:?} cannot be granted (grantable: {})",
+                    m.name,
+                    crate::module::GRANTABLE.join(", ")
+                )));
+            }
             modules.push(ModuleSpec {
                 name: m.name,
+                grants: m.grant,
                 version,
                 path: base.join(m.path),
             });

@@ -52,6 +52,8 @@ pub(crate) struct Module {
     pub(crate) version: Arc<str>,
     /// SHA-256 of the component's bytes, hex.
     pub(crate) hash: String,
+    /// What it was granted beyond the defaults.
+    pub(crate) grants: Vec<String>,
     pub(crate) pre: ActorWorldPre<ActorState>,
     /// The `supervise` function, if the component exports `supervisor`.
     pub(crate) supervise: Option<ComponentExportIndex>,
@@ -72,6 +74,8 @@ pub struct ModuleInfo {
     pub current: bool,
     /// Whether it exports the `upgrade` state hooks.
     pub upgradable: bool,
+    /// What it was granted beyond the defaults.
+    pub grants: Vec<String>,
 }
 
 /// How module loading went: compilations against loads from the compiled cache.
@@ -93,6 +97,8 @@ struct Entry {
 pub(crate) struct Modules {
     engine: Engine,
     linker: Linker<ActorState>,
+    /// The linker plus `wasi:http`, for modules granted it.
+    http_linker: Linker<ActorState>,
     by_name: RwLock<HashMap<String, Entry>>,
     cache: Option<PathBuf>,
     engine_hash: u64,
@@ -168,10 +174,24 @@ const GRANTED: &[&str] = &[
     "wasi:sockets/",
 ];
 
-/// Refuses a component that imports an interface the host does not grant (`wasi:http`, say).
-fn check_grants(name: &str, component: &Component, engine: &Engine) -> Result<(), ModuleError> {
+/// What a module may be granted beyond the defaults, by a manifest (`grant = ["wasi:http"]`).
+pub const GRANTABLE: &[&str] = &["wasi:http"];
+
+/// Refuses a component that imports an interface the host does not grant it (`wasi:http`
+/// unless granted, say). Returns whether it imports `wasi:http`.
+fn check_grants(
+    name: &str,
+    component: &Component,
+    engine: &Engine,
+    grants: &[String],
+) -> Result<bool, ModuleError> {
     let ty = component.component_type();
+    let mut http = false;
     for (import, _) in ty.imports(engine) {
+        if import.starts_with("wasi:http/") && grants.iter().any(|g| g == "wasi:http") {
+            http = true;
+            continue;
+        }
         if !GRANTED.iter().any(|prefix| import.starts_with(prefix)) {
             return Err(ModuleError::NotGranted {
                 name: name.to_owned(),
@@ -179,7 +199,7 @@ fn check_grants(name: &str, component: &Component, engine: &Engine) -> Result<()
             });
         }
     }
-    Ok(())
+    Ok(http)
 }
 
 /// Refuses a component whose `mote:actor` imports or exports name another contract version.
@@ -206,13 +226,19 @@ fn check_contract(name: &str, component: &Component, engine: &Engine) -> Result<
 }
 
 impl Modules {
-    pub(crate) fn new(engine: Engine, linker: Linker<ActorState>, cache: Option<PathBuf>) -> Self {
+    pub(crate) fn new(
+        engine: Engine,
+        linker: Linker<ActorState>,
+        http_linker: Linker<ActorState>,
+        cache: Option<PathBuf>,
+    ) -> Self {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
         Modules {
             engine_hash: h.finish(),
             engine,
             linker,
+            http_linker,
             by_name: RwLock::default(),
             cache,
             compiled: AtomicU64::new(0),
@@ -245,13 +271,20 @@ impl Modules {
         name: &str,
         version: &str,
         bytes: &[u8],
+        grants: &[String],
         replace: bool,
     ) -> Result<(Arc<Module>, bool), ModuleError> {
+        if let Some(unknown) = grants.iter().find(|g| !GRANTABLE.contains(&g.as_str())) {
+            return Err(ModuleError::InvalidName(format!(
+                "grant {unknown} (grantable: {})",
+                GRANTABLE.join(", ")
+            )));
+        }
         validate_name("module", name)?;
         validate_name("version", version)?;
         let hash = content_hash(bytes);
         if let Some(existing) = self.get_version(name, version) {
-            if existing.hash == hash {
+            if existing.hash == hash && existing.grants == grants {
                 return Ok((existing, false));
             }
             if !replace {
@@ -264,7 +297,7 @@ impl Modules {
         check_header(name, bytes)?;
         let component = self.component(name, &hash, bytes)?;
         check_contract(name, &component, &self.engine)?;
-        check_grants(name, &component, &self.engine)?;
+        let http = check_grants(name, &component, &self.engine, grants)?;
         let wrong_world = |reason: String| ModuleError::WrongWorld {
             name: name.to_owned(),
             reason,
@@ -277,8 +310,12 @@ impl Modules {
                 list_or_nothing(&exports)
             )));
         }
-        let pre = self
-            .linker
+        let linker = if http {
+            &self.http_linker
+        } else {
+            &self.linker
+        };
+        let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
         let pre = ActorWorldPre::new(pre).map_err(|e| wrong_world(format!("{e:#}")))?;
@@ -301,6 +338,7 @@ impl Modules {
             name: Arc::from(name),
             version: Arc::from(version),
             hash,
+            grants: grants.to_vec(),
             pre,
             supervise: export(SUPERVISOR_EXPORT, "supervise"),
             upgrade,
@@ -311,7 +349,9 @@ impl Modules {
             current: version.to_owned(),
         });
         match entry.versions.get(version) {
-            Some(raced) if raced.hash == module.hash => Ok((raced.clone(), false)),
+            Some(raced) if raced.hash == module.hash && raced.grants == module.grants => {
+                Ok((raced.clone(), false))
+            }
             Some(_) if !replace => Err(ModuleError::VersionTaken {
                 name: name.to_owned(),
                 version: version.to_owned(),
@@ -423,6 +463,7 @@ impl Modules {
                     hash: m.hash.clone(),
                     current: *m.version == *entry.current,
                     upgradable: m.upgrade.is_some(),
+                    grants: m.grants.clone(),
                 })
             })
             .collect();

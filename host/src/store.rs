@@ -394,6 +394,8 @@ pub(crate) struct ModuleRow {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) hash: String,
+    /// What it was granted beyond the defaults (`wasi:http`).
+    pub(crate) grants: Vec<String>,
     pub(crate) bytes: Vec<u8>,
 }
 

@@ -449,7 +449,10 @@ impl ActorSystem {
                 .as_ref()
                 .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
         });
-        let modules = Modules::new(engine, linker, cache);
+        let mut http_linker = linker.clone();
+        instance::add_http_to_linker(&mut http_linker)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        let modules = Modules::new(engine, linker, http_linker, cache);
         if let Some(p) = &persistence {
             restore_modules(&modules, &p.store)?;
         }
@@ -513,13 +516,30 @@ impl ActorSystem {
         version: &str,
         bytes: &[u8],
     ) -> Result<bool, ModuleError> {
+        self.deploy_granted(name, version, bytes, &[])
+    }
+
+    /// Deploys a version of a module granted more than the defaults (see
+    /// [`GRANTABLE`](crate::module::GRANTABLE): `wasi:http` lets it make outgoing HTTP
+    /// requests through the host). Without the grant such a component is refused.
+    pub fn deploy_granted(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+        grants: &[String],
+    ) -> Result<bool, ModuleError> {
         let in_use = self.running(name, version) > 0;
-        let (module, new) = self.shared.modules.deploy(name, version, bytes, !in_use)?;
+        let (module, new) = self
+            .shared
+            .modules
+            .deploy(name, version, bytes, grants, !in_use)?;
         if new && let Some(p) = &self.shared.persistence {
             let row = ModuleRow {
                 name: name.to_owned(),
                 version: version.to_owned(),
                 hash: module.hash.clone(),
+                grants: grants.to_vec(),
                 bytes: bytes.to_vec(),
             };
             p.store
@@ -1035,7 +1055,7 @@ impl Drop for Probe {
 fn restore_modules(modules: &Modules, store: &Store) -> Result<(), HostError> {
     let (rows, current) = store.modules()?;
     for row in rows {
-        match modules.deploy(&row.name, &row.version, &row.bytes, true) {
+        match modules.deploy(&row.name, &row.version, &row.bytes, &row.grants, true) {
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(module = %row.name, version = %row.version, error = %e, "a recorded module could not be restored")

@@ -41,6 +41,8 @@ pub(crate) enum Request {
         path: PathBuf,
         name: String,
         version: String,
+        #[serde(default)]
+        grants: Vec<String>,
     },
     Upgrade {
         target: String,
@@ -198,10 +200,11 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
             path,
             name,
             version,
+            grants,
         } => {
             let bytes = std::fs::read(&path)
                 .with_context(|| format!("cannot read module file {}", path.display()))?;
-            response.deployed = Some(system.deploy_version(&name, &version, &bytes)?);
+            response.deployed = Some(system.deploy_granted(&name, &version, &bytes, &grants)?);
         }
         Request::Upgrade {
             target,

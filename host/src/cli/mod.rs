@@ -87,6 +87,9 @@ enum Command {
         /// The version.
         #[arg(long, default_value = mote_host::DEFAULT_VERSION)]
         version: String,
+        /// Grant it more than the defaults (`wasi:http`); repeatable.
+        #[arg(long = "grant")]
+        grants: Vec<String>,
         /// The host's control socket.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
@@ -221,6 +224,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             file,
             name,
             version,
+            grants,
             control,
         } => {
             let path = std::fs::canonicalize(&file)
@@ -229,6 +233,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 path,
                 name: name.clone(),
                 version: version.clone(),
+                grants,
             };
             let response = control::request(&control, &request).await?;
             match response.deployed {

@@ -20,7 +20,9 @@ pub(crate) async fn run(
     config.storage(&db);
     let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
-        system.deploy_file_version(&module.name, &module.version, &module.path)?;
+        let bytes = std::fs::read(&module.path)
+            .with_context(|| format!("cannot read module file {}", module.path.display()))?;
+        system.deploy_granted(&module.name, &module.version, &bytes, &module.grants)?;
     }
     for entity in &manifest.entities {
         let options = EntityOptions {
