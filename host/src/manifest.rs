@@ -415,6 +415,16 @@ mod tests {
         );
         let s = a.supervision.as_ref().unwrap();
         assert_eq!((s.directive, s.max_restarts), (crate::Directive::Stop, 9));
+        let granted =
+            parse("[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:http\"]\n").unwrap();
+        assert_eq!(granted.modules[0].grants, vec!["wasi:http".to_owned()]);
+        let overreach = "[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:sockets\"]\n";
+        assert!(
+            parse(overreach)
+                .unwrap_err()
+                .to_string()
+                .contains("cannot be granted")
+        );
         let twice =
             "[[module]]\nname = \"m\"\npath = \"a\"\n[[module]]\nname = \"m\"\npath = \"b\"\n";
         assert!(
