@@ -77,38 +77,19 @@ mod python {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::{modified, newest};
+    use super::stale_sources;
 
     /// The componentize-py release the Python actors are built with.
     const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
     pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("python");
-        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
-            Ok(dir) => dir
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.extension().is_some_and(|e| e == "py")
-                        && p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("py_"))
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
-        let stale: Vec<&PathBuf> = actors
-            .iter()
-            .filter(|a| {
-                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
-                modified(&wasm).is_none_or(|built| built < newest_input)
-            })
-            .collect();
+        let stale = stale_sources(root, &sources, "py", "py_", out);
         if stale.is_empty() {
             return;
         }
         let componentize = toolchain(examples);
-        for actor in stale {
+        for actor in &stale {
             let module = actor
                 .file_stem()
                 .and_then(|s| s.to_str())
@@ -175,13 +156,35 @@ mod python {
     }
 }
 
+/// The sources `<dir>/<prefix>*.<ext>` whose component in `out` is missing or older than a file
+/// in `dir` or in the WIT.
+fn stale_sources(root: &Path, dir: &Path, ext: &str, prefix: &str, out: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let newest_input = newest(&[dir, &root.join("wit")]);
+    entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == ext)
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+        })
+        .filter(|p| {
+            let wasm = out.join(p.with_extension("wasm").file_name().unwrap_or_default());
+            modified(&wasm).is_none_or(|built| built < newest_input)
+        })
+        .collect()
+}
+
 /// When `path` was last modified, if it exists.
-pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
+fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// The newest modification time of the files under `dirs`.
-pub(crate) fn newest(dirs: &[&Path]) -> SystemTime {
+fn newest(dirs: &[&Path]) -> SystemTime {
     let mut newest = SystemTime::UNIX_EPOCH;
     let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
     while let Some(path) = stack.pop() {
@@ -225,30 +228,11 @@ mod js {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::{modified, newest};
+    use super::stale_sources;
 
     pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("js");
-        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
-            Ok(dir) => dir
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.extension().is_some_and(|e| e == "js")
-                        && p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("js_"))
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
-        let stale: Vec<&PathBuf> = actors
-            .iter()
-            .filter(|a| {
-                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
-                modified(&wasm).is_none_or(|built| built < newest_input)
-            })
-            .collect();
+        let stale = stale_sources(root, &sources, "js", "js_", out);
         if stale.is_empty() {
             return;
         }
@@ -257,7 +241,7 @@ mod js {
             .expect("example-actors/js/mote_actor.js is readable");
         let bundles = examples.join("target").join("js");
         std::fs::create_dir_all(&bundles).expect("example-actors/target/js can be created");
-        for actor in stale {
+        for actor in &stale {
             let module = actor
                 .file_stem()
                 .and_then(|s| s.to_str())
@@ -328,33 +312,14 @@ mod c {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::{modified, newest};
+    use super::stale_sources;
 
     /// The Zig release whose `zig cc` compiles the C actors.
     const ZIGLANG: &str = "ziglang==0.17.1";
 
     pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("c");
-        let actors: Vec<PathBuf> = match std::fs::read_dir(&sources) {
-            Ok(dir) => dir
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.extension().is_some_and(|e| e == "c")
-                        && p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("c_"))
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        let newest_input = newest(&[sources.as_path(), &root.join("wit")]);
-        let stale: Vec<&PathBuf> = actors
-            .iter()
-            .filter(|a| {
-                let wasm = out.join(a.with_extension("wasm").file_name().unwrap_or_default());
-                modified(&wasm).is_none_or(|built| built < newest_input)
-            })
-            .collect();
+        let stale = stale_sources(root, &sources, "c", "c_", out);
         if stale.is_empty() {
             return;
         }
@@ -366,7 +331,7 @@ mod c {
             .expect("wit/ has actor-world");
         let cores = examples.join("target").join("c");
         std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
-        for actor in stale {
+        for actor in &stale {
             let module = actor
                 .file_stem()
                 .and_then(|s| s.to_str())

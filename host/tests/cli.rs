@@ -151,6 +151,26 @@ impl Drop for Host {
     }
 }
 
+/// Starts `mote run <manifest>` in `dir` and waits (up to `patience_s`) until its control
+/// socket answers; the socket does not exist before.
+fn run_host(dir: &Path, manifest: &Path, socket: &str, patience_s: u64) -> Host {
+    let host = Host(
+        Command::new(env!("CARGO_BIN_EXE_mote"))
+            .current_dir(dir)
+            .args(["run", manifest.to_str().unwrap(), "--control", socket])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start mote run"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(patience_s);
+    while !mote(&["tree", "--control", socket]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "host did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    host
+}
+
 #[test]
 fn send_ask_and_tree_talk_to_a_running_host() {
     let dir = scratch("control");
@@ -164,25 +184,8 @@ fn send_ask_and_tree_talk_to_a_running_host() {
         ),
     );
     let socket_arg = socket.to_str().unwrap();
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_mote"))
-            .current_dir(&dir)
-            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start mote run"),
-    );
-    // The host is up once `tree` answers; until then the socket does not exist.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let tree = loop {
-        let out = mote(&["tree", "--control", socket_arg]);
-        if out.status.success() {
-            break String::from_utf8_lossy(&out.stdout).into_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "host did not come up");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    let tree = mote_ok(&["tree", "--control", socket_arg]);
     assert!(
         tree.contains("/user/c #") && tree.contains("counter@0 mailbox="),
         "{tree}"
@@ -268,20 +271,7 @@ fn deploy_upgrade_and_roll_back_a_running_host() {
         ),
     );
     let socket_arg = socket.to_str().unwrap();
-    let _host = Host(
-        Command::new(env!("CARGO_BIN_EXE_mote"))
-            .current_dir(&dir)
-            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start mote run"),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !mote(&["tree", "--control", socket_arg]).status.success() {
-        assert!(std::time::Instant::now() < deadline, "host did not come up");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
     for v in ["2", "3"] {
         let file = example(&format!("versioned_v{v}"));
         let out = mote_ok(&[
@@ -420,21 +410,8 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     );
     let socket = dir.join("new.sock");
     let socket_arg = socket.to_str().unwrap();
-    let _host = Host(
-        Command::new(mote_bin)
-            .current_dir(&dir)
-            .args(["run", manifest.to_str().unwrap(), "--control", socket_arg])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start mote run"),
-    );
-    // Compiling the Python component takes a while on a cold cache.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    while !mote(&["tree", "--control", socket_arg]).status.success() {
-        assert!(std::time::Instant::now() < deadline, "host did not come up");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    // Compiling the Python and JS components takes a while on a cold cache.
+    let _host = run_host(&dir, &manifest, socket_arg, 180);
     // Rust template: Msg::Add(5) is postcard [0, 5], Msg::Get [1], the reply Msg::Total(5) [2, 5].
     mote_ok(&[
         "send",
