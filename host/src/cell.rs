@@ -687,6 +687,11 @@ impl Cell {
                 self.settle_final(&mut instance, stopped, "stopping hook failed")
                     .await;
             }
+            if let (Some(durable), Some(persistence)) =
+                (instance.state().durable.as_ref(), &self.shared.persistence)
+            {
+                persistence.release_claim(&durable.pid, &self.me.address);
+            }
         }
         let shared = self.shared.clone();
         let me = self.me.address.clone();

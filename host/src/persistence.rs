@@ -120,6 +120,14 @@ impl Persistence {
         })
     }
 
+    /// Gives up `holder`'s claim on a persistence id (its incarnation has ended).
+    pub(crate) fn release_claim(&self, pid: &str, holder: &Address) {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.get(pid) == Some(holder) {
+            claims.remove(pid);
+        }
+    }
+
     /// Takes what waits for `path`.
     pub(crate) fn take_parked(&self, path: &str) -> Vec<Parked> {
         let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
