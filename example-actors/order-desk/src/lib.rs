@@ -62,7 +62,9 @@ impl Actor for Desk {
             Some("sink") => Ok(Desk::Sink {
                 report_to: init_arg(&words, 1, "report-to")?,
             }),
-            _ => Err(Error::msg("init: `source <next-path> <n>` or `sink <report-to>`")),
+            _ => Err(Error::msg(
+                "init: `source <next-path> <n>` or `sink <report-to>`",
+            )),
         }
     }
 
@@ -70,8 +72,18 @@ impl Actor for Desk {
         if let Desk::Sink { report_to } = self {
             let to = Some(report_to.as_str());
             report(ctx, to, "total", order.total.unwrap_or(0))?;
-            report(ctx, to, "gold", u64::from(order.tier.as_deref() == Some("gold")))?;
-            report(ctx, to, "via-js", u64::from(order.via.as_deref() == Some("js")))?;
+            report(
+                ctx,
+                to,
+                "gold",
+                u64::from(order.tier.as_deref() == Some("gold")),
+            )?;
+            report(
+                ctx,
+                to,
+                "via-js",
+                u64::from(order.via.as_deref() == Some("js")),
+            )?;
             report(ctx, to, "order", order.id)?;
         }
         Ok(())
