@@ -539,3 +539,55 @@ mod tests {
         Ok(())
     }
 }
+
+/// The versioned counter that `versioned-v1` and `versioned-v2` export, as `VERSION` 1 and 2
+/// (`versioned-v3`, whose `migrate` fails, has its own).
+///
+/// `Add { stream, n }` counts (see [`VersionedCore::add`]); `Get` replies a [`VersionedState`]
+/// with this `VERSION`; `Crash` panics. In a hot swap it saves its [`VersionedCore`], and
+/// `migrate` takes one from any version (so a rollback keeps the counts), remembering that
+/// version as `migrated_from`.
+pub struct VersionedCounter<const VERSION: u32> {
+    core: VersionedCore,
+    /// The version this instance was migrated from (empty if it started afresh).
+    migrated_from: String,
+}
+
+impl<const VERSION: u32> mote_guest::Actor for VersionedCounter<VERSION> {
+    type Msg = Versioned;
+
+    fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+        Ok(Self {
+            core: VersionedCore::default(),
+            migrated_from: String::new(),
+        })
+    }
+
+    fn receive(&mut self, ctx: &mut Context, msg: Versioned) -> Result<()> {
+        match msg {
+            Versioned::Add { stream, n } => self.core.add(stream, n),
+            Versioned::Get if ctx.sender().is_some() => {
+                ctx.reply(&self.core.state(VERSION, &self.migrated_from))?;
+            }
+            Versioned::Get => ctx.debug("ignoring a Get without a sender"),
+            Versioned::Crash => panic!("versioned v{VERSION}: crash requested"),
+        }
+        Ok(())
+    }
+
+    fn save_state(&self) -> Result<Option<Vec<u8>>> {
+        mote_guest::state(&self.core)
+    }
+
+    fn migrate(ctx: &mut Context, from_version: &str, state: &[u8]) -> Result<Self> {
+        let core: VersionedCore = mote_guest::from_state(state)?;
+        ctx.info(&format!(
+            "v{VERSION}: migrated from `{from_version}` at count {}",
+            core.count
+        ));
+        Ok(Self {
+            core,
+            migrated_from: from_version.to_string(),
+        })
+    }
+}

@@ -1,60 +1,6 @@
 //! Versioned counter, version 2: the second of three versions of one counter, for the hot swap
-//! tests (with `versioned-v1` and `versioned-v3`).
-//!
-//! Init: none (ignored). It counts as version 1 does (see [`VersionedCore::add`]), but `Get`
-//! replies `version: 2`. `Crash` panics. In a hot swap it saves the same [`VersionedCore`] as
-//! version 1, and `migrate` takes one from any version (version 1 upgrading, or version 3
-//! rolling back), remembering that version as `migrated_from`.
+//! tests. It counts as version 1 does but `Get` replies `version: 2`
+//! ([`mote_example_protocol::VersionedCounter`] with `VERSION` 2); its state is the same
+//! [`mote_example_protocol::VersionedCore`], so it upgrades from and rolls back to any version.
 
-use mote_example_protocol::{Versioned, VersionedCore};
-use mote_guest::{Actor, Context, Result};
-
-/// This module's version, as reported by `Get`.
-const VERSION: u32 = 2;
-
-/// The counts, and the version this instance was migrated from (empty if it started afresh).
-struct Counter {
-    core: VersionedCore,
-    migrated_from: String,
-}
-
-impl Actor for Counter {
-    type Msg = Versioned;
-
-    fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
-        Ok(Self {
-            core: VersionedCore::default(),
-            migrated_from: String::new(),
-        })
-    }
-
-    fn receive(&mut self, ctx: &mut Context, msg: Versioned) -> Result<()> {
-        match msg {
-            Versioned::Add { stream, n } => self.core.add(stream, n),
-            Versioned::Get if ctx.sender().is_some() => {
-                ctx.reply(&self.core.state(VERSION, &self.migrated_from))?;
-            }
-            Versioned::Get => ctx.debug("ignoring a Get without a sender"),
-            Versioned::Crash => panic!("versioned v{VERSION}: crash requested"),
-        }
-        Ok(())
-    }
-
-    fn save_state(&self) -> Result<Option<Vec<u8>>> {
-        mote_guest::state(&self.core)
-    }
-
-    fn migrate(ctx: &mut Context, from_version: &str, state: &[u8]) -> Result<Self> {
-        let core: VersionedCore = mote_guest::from_state(state)?;
-        ctx.info(&format!(
-            "v{VERSION}: migrated from `{from_version}` at count {}",
-            core.count
-        ));
-        Ok(Self {
-            core,
-            migrated_from: from_version.to_string(),
-        })
-    }
-}
-
-mote_guest::export_actor!(Counter);
+mote_guest::export_actor!(mote_example_protocol::VersionedCounter<2>);
