@@ -52,7 +52,7 @@ async fn bad_modules_are_refused_clearly_and_the_host_keeps_running() {
     assert!(matches!(err, ModuleError::NotGranted { .. }), "{err}");
     assert!(err.to_string().contains("evil:net/socket@1.0.0"), "{err}");
 
-    let mut truncated = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
+    let mut truncated = std::fs::read(mote_test_programs::path("counter").unwrap()).unwrap();
     truncated.truncate(truncated.len() / 2);
     let err = system.deploy("truncated", &truncated).unwrap_err();
     assert!(matches!(err, ModuleError::Compile { .. }), "{err}");
@@ -74,10 +74,10 @@ async fn bad_modules_are_refused_clearly_and_the_host_keeps_running() {
 async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_running_version_are_refused()
  {
     let system = system_with(&["counter"]);
-    let counter = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
+    let counter = std::fs::read(mote_test_programs::path("counter").unwrap()).unwrap();
     system.deploy("counter", &counter).unwrap();
     system.spawn("c", "counter", b"").unwrap();
-    let relay = std::fs::read(mote_host::examples::path("relay").unwrap()).unwrap();
+    let relay = std::fs::read(mote_test_programs::path("relay").unwrap()).unwrap();
     assert!(matches!(
         system.deploy("counter", &relay),
         Err(ModuleError::VersionTaken { .. })

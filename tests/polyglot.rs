@@ -169,7 +169,7 @@ async fn rust_python_and_javascript_actors_form_one_supervised_pipeline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_c_actor_of_a_few_kilobytes_counts_answers_and_fails_like_the_others() {
-    let size = std::fs::metadata(mote_host::examples::path("c_counter").unwrap())
+    let size = std::fs::metadata(mote_test_programs::path("c_counter").unwrap())
         .unwrap()
         .len();
     assert!(size < 64 * 1024, "the C component is {size} bytes");
@@ -224,7 +224,7 @@ fn serve_once(body: &'static str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wasi_http_is_refused_unless_granted_and_works_when_granted() {
     let system = system_with(&[]);
-    let path = mote_host::examples::path("js_http_fetch").unwrap();
+    let path = mote_test_programs::path("js_http_fetch").unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let err = system.deploy("fetch", &bytes).unwrap_err().to_string();
     assert!(

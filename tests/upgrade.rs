@@ -11,7 +11,7 @@ use mote_tests::*;
 fn versioned_system(config: HostConfig) -> ActorSystem {
     let system = ActorSystem::new(config).expect("system");
     for v in ["1", "2", "3"] {
-        let path = mote_host::examples::path(&format!("versioned_v{v}")).expect("built");
+        let path = mote_test_programs::path(&format!("versioned_v{v}")).expect("built");
         system
             .deploy_file_version("versioned", v, &path)
             .expect("deploy");
@@ -164,7 +164,7 @@ async fn upgrading_a_thousand_actors_of_a_module_is_rolling_and_carries_every_st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_actor_without_state_hooks_is_upgraded_by_restart_and_loses_its_memory_state() {
     let system = system_with(&["counter"]);
-    let counter = std::fs::read(mote_host::examples::path("counter").unwrap()).unwrap();
+    let counter = std::fs::read(mote_test_programs::path("counter").unwrap()).unwrap();
     system.deploy_version("counter", "b", &counter).unwrap();
     system.spawn("c", "counter", b"10").unwrap();
     tell(&system, "/user/c", &Counter::Add(5));
@@ -189,8 +189,8 @@ async fn an_actor_without_state_hooks_is_upgraded_by_restart_and_loses_its_memor
 async fn the_registry_is_content_addressed_persistent_and_cached_across_restarts() {
     let dir = TempDir::new("registry");
     let db = dir.join("mote.redb");
-    let v1 = std::fs::read(mote_host::examples::path("versioned_v1").unwrap()).unwrap();
-    let v2 = std::fs::read(mote_host::examples::path("versioned_v2").unwrap()).unwrap();
+    let v1 = std::fs::read(mote_test_programs::path("versioned_v1").unwrap()).unwrap();
+    let v2 = std::fs::read(mote_test_programs::path("versioned_v2").unwrap()).unwrap();
     {
         let system = ActorSystem::new(durable_config(&db)).unwrap();
         assert!(system.deploy_version("versioned", "1", &v1).unwrap());

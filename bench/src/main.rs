@@ -32,7 +32,8 @@ use mote_example_protocol::{
     Counter, Crash, Entity, Journal, JournalState, Report, Seq, Versioned, VersionedState,
 };
 use mote_guest::Message;
-use mote_host::{ActorSystem, HostConfig, Probe, examples};
+use mote_host::{ActorSystem, HostConfig, Probe};
+use mote_test_programs as examples;
 
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]

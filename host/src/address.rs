@@ -222,6 +222,66 @@ mod tests {
         assert!(me.select("bad name").is_err());
     }
 
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A valid name: 1-20 characters of the allowed set, never `.` or `..`.
+        fn name() -> impl Strategy<Value = String> {
+            "[A-Za-z0-9_.~:@+=-]{1,20}".prop_filter("not . or ..", |n| n != "." && n != "..")
+        }
+
+        proptest! {
+            /// Parsing never panics, and `check` agrees with `parse`.
+            #[test]
+            fn any_string_is_parsed_or_refused_without_panic(text in ".{0,64}") {
+                prop_assert_eq!(ActorPath::check(&text).is_ok(), ActorPath::parse(&text).is_ok());
+            }
+
+            /// A path built from valid names parses back to itself, and its parent and last
+            /// name are the ones it was built from.
+            #[test]
+            fn built_paths_round_trip(
+                user in any::<bool>(),
+                names in proptest::collection::vec(name(), 1..6),
+            ) {
+                let mut path = if user { ActorPath::user_root() } else { ActorPath::system_root() };
+                for n in &names {
+                    let child = path.child(n).unwrap();
+                    prop_assert_eq!(child.parent(), Some(path.clone()));
+                    prop_assert!(child.is_descendant_of(&path));
+                    path = child;
+                }
+                prop_assert_eq!(ActorPath::parse(path.as_str()).unwrap(), path.clone());
+                prop_assert_eq!(path.name(), names.last().unwrap().as_str());
+                prop_assert_eq!(path.depth(), names.len());
+            }
+
+            /// A name with a character outside the set (or a slash) is refused, alone and
+            /// inside a path.
+            #[test]
+            fn a_bad_character_is_refused_everywhere(
+                prefix in name(),
+                bad in "[^A-Za-z0-9_.~:@+=-]",
+            ) {
+                let bad_name = format!("{prefix}{bad}");
+                prop_assert!(validate_name(&bad_name).is_err());
+                let path = format!("/user/{bad_name}");
+                prop_assert!(ActorPath::parse(&path).is_err());
+            }
+
+            /// Relative selection: `..` then a name is a sibling; a child then `..` is back.
+            #[test]
+            fn relative_selection_climbs_and_descends(a in name(), b in name(), c in name()) {
+                let me = ActorPath::user_root().child(&a).unwrap().child(&b).unwrap();
+                let sibling = me.select(&format!("../{c}")).unwrap();
+                prop_assert_eq!(sibling.parent(), me.parent());
+                prop_assert_eq!(me.select(&format!("{c}/..")).unwrap(), me.clone());
+                prop_assert!(me.select("../../..").is_err(), "climbs above /user");
+            }
+        }
+    }
+
     #[test]
     fn family_relations() {
         let a = ActorPath::parse("/user/a").unwrap();

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::supervisor::Strategy;
+use crate::actor::supervisor::Strategy;
 
 /// Configuration of an [`ActorSystem`](crate::ActorSystem). Build it with [`HostConfig::new`] and
 /// the setters; every knob has a sane default.

@@ -1,6 +1,30 @@
-//! Typed errors of the host library. The CLI adds context with `anyhow`.
+//! Typed errors of the host library. Causes from wasmtime, redb and the OS are kept as
+//! [`source`](std::error::Error::source)s; the CLI adds context with `anyhow` and prints the
+//! chain on one line.
 
 use std::path::PathBuf;
+
+use crate::storage::DatabaseError;
+
+/// A cause from a library whose errors are not one concrete type (wasmtime's).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// An error and its causes on one line, `outer: inner: innermost`, skipping a cause whose text
+/// the line already holds. For the places where an error must become text: a guest's error
+/// string, a supervision reason, a log field.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = e.source();
+    }
+    line
+}
 
 /// A bad actor name or path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,12 +88,13 @@ pub enum ModuleError {
         name: String,
     },
     /// Compilation failed (malformed or unsupported component).
-    #[error("module {name:?} failed to compile: {reason}")]
+    #[error("module {name:?} failed to compile")]
     Compile {
         /// The module name.
         name: String,
-        /// The compiler's error chain.
-        reason: String,
+        /// The compiler's error.
+        #[source]
+        source: BoxError,
     },
     /// The component does not implement the `mote:actor` world.
     #[error("module {name:?} does not implement the mote:actor@0.1.0 world: {reason}")]
@@ -78,6 +103,9 @@ pub enum ModuleError {
         name: String,
         /// What is missing or mismatched.
         reason: String,
+        /// The linker's error, when it found the mismatch.
+        #[source]
+        source: Option<BoxError>,
     },
     /// That name and version are already deployed with other bytes.
     #[error(
@@ -93,6 +121,14 @@ pub enum ModuleError {
     /// The module name or version breaks the naming rules.
     #[error("invalid {0}: use 1-64 characters from A-Z a-z 0-9 _ - . (not starting with .)")]
     InvalidName(String),
+    /// A grant that no capability of this host can give.
+    #[error("unknown grant {grant:?} (grantable: {})", grantable.join(", "))]
+    UnknownGrant {
+        /// The grant asked for.
+        grant: String,
+        /// What can be granted.
+        grantable: Vec<String>,
+    },
     /// The component was built against an incompatible version of the `mote:actor` contract.
     #[error(
         "module {name:?} was built against mote:actor@{found} (`{item}`), but this host provides \
@@ -140,8 +176,8 @@ pub enum ModuleError {
         actors: usize,
     },
     /// The module registry in the database could not be updated.
-    #[error("cannot record the module in the database: {0}")]
-    Store(String),
+    #[error("cannot record the module in the database")]
+    Database(#[source] DatabaseError),
 }
 
 /// A spawn was refused.
@@ -156,9 +192,6 @@ pub enum SpawnError {
     /// No module of that name is deployed.
     #[error("no module named {0:?} is deployed")]
     UnknownModule(String),
-    /// The parent does not exist or is stopping.
-    #[error("parent {0} is not alive or is stopping")]
-    ParentGone(String),
     /// The system is shutting down.
     #[error("the actor system is shutting down")]
     ShuttingDown,
@@ -189,18 +222,18 @@ pub enum SendError {
 /// Building or running the host failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    /// The wasmtime engine could not be configured.
-    #[error("cannot create the wasm engine: {0}")]
-    Engine(String),
+    /// The wasmtime engine (or its linker) could not be configured.
+    #[error("cannot create the wasm engine")]
+    Engine(#[source] BoxError),
     /// `ActorSystem::new` was called outside a tokio runtime.
     #[error("an ActorSystem must be created inside a tokio runtime")]
     NoRuntime,
-    /// The tokio runtime could not be started.
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(#[from] std::io::Error),
+    /// A host thread (the epoch ticker) could not be started.
+    #[error("cannot start a host thread")]
+    Thread(#[from] std::io::Error),
     /// The database could not be opened.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] DatabaseError),
 }
 
 /// A manifest could not be read or is invalid.

@@ -7,35 +7,37 @@
 //! ```text
 //! CLI / embedding API -> ActorSystem -> cell (mailbox + lifecycle) -> wasm instance (Store)
 //!                            ^                                              |
-//!                            +-------- host imports (tell, spawn, ...) <----+
+//!                            +----- capabilities (tell, spawn, timers...) <-+
 //! ```
 //!
-//! Module map:
-//! - [`system`]: `ActorSystem`, the public API (deploy, spawn, tell, stop, probe, shutdown).
-//! - `cell`: the task that owns one actor and runs its lifecycle.
-//! - `mailbox`: the two lanes (system first, then user) and the `ActorRef` handle.
-//! - `instance`: the `Store`, limits (memory, CPU deadline), calls into the exports.
-//! - `imports`: the host imports an actor sees (`host`, `supervision`).
-//! - [`supervisor`]: strategies, directives, restart intensity and backoff.
-//! - `guest_output`: guest stdout/stderr into the host log.
-//! - [`module`]: the module registry: versions, content hashes, the compiled cache, contract checks.
-//! - `registry`: live actors by path; sibling names unique.
-//! - [`address`]: paths, names, relative selection.
-//! - [`deadletters`]: undeliverable messages, counted, logged and published.
-//! - `timers`: one driver task firing scheduled messages; cancelled with their actor.
-//! - `pubsub`: named sets of actors, used for topics and for groups.
-//! - [`messaging`]: publish, group sends, dead letters to `/system/deadletters` subscribers.
-//! - [`ask`]: requests with a deadline, answered exactly once.
-//! - `engine`: the shared wasmtime engine and the epoch ticker that preempts guests.
-//! - `arena`: linear memories and fiber stacks carved from a few large mappings.
-//! - [`config`]: `HostConfig`, one knob per method.
-//! - [`manifest`]: the TOML deployment manifest read by `mote run`.
-//! - [`store`]: the redb file: snapshots, event journals, outbox, reminders, schema version.
-//! - `committer`: group commit, one thread folding concurrent steps into one transaction.
-//! - `persistence`: the `persistence` import, steps and commit before effects.
-//! - [`entities`]: virtual actors activated by message and passivated when idle.
-//! - [`upgrade`]: hot swap of running actors to another module version, rolling.
-//! - [`examples`]: paths of the example actors built with this crate (demo, tests, bench).
+//! # Layers
+//!
+//! Each module imports only from the layers below it. The one way back up is the kernel's
+//! [`Extensions`](kernel::Extensions) trait, which the actor layer implements to start actors
+//! and to let the capabilities see deliveries.
+//!
+//! ```text
+//!  system      ActorSystem, Probe: the public API; wires the layers at start
+//!    │
+//!  deploy      upgrade (rolling hot swap) · modules (registry, checks, compiled cache, records)
+//!    │         · manifest
+//!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
+//!    │         · instance (Store, exports, limits per call)
+//!  caps        the registration list, and one unit per capability: host · supervision ·
+//!    │         timers · messaging · persistence (journal, entities, reminders) · clock · wasi
+//!    │         · capability (the Capability trait, Call, ActorState)
+//!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
+//!    │
+//!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)
+//!    │
+//!  actor       mailbox (two lanes, ActorRef) · supervisor (strategies, decisions)
+//!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
+//!  storage     database (the redb file) · committer (group commit)
+//!  vocabulary  address · message · config · error
+//! ```
+//!
+//! Adding a capability is its unit under `caps/`, its interface in `wit/actor.wit`, and one
+//! line in `caps/mod.rs`; see `caps::capability` for what a unit owns.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -48,34 +50,17 @@
 //! # Ok(()) }
 //! ```
 
-pub mod address;
-mod arena;
-pub mod ask;
-mod bindings;
-mod cell;
-mod committer;
-pub mod config;
-pub mod deadletters;
-mod engine;
-pub mod entities;
-pub mod error;
-pub mod examples;
-mod guest_output;
-mod imports;
-mod instance;
-mod mailbox;
-pub mod manifest;
+mod actor;
+mod address;
+mod caps;
+mod config;
+mod deploy;
+mod error;
+mod kernel;
 mod message;
-pub mod messaging;
-pub mod module;
-mod persistence;
-mod pubsub;
-mod registry;
-pub mod store;
-pub mod supervisor;
-pub mod system;
-mod timers;
-pub mod upgrade;
+mod sandbox;
+mod storage;
+mod system;
 
 /// Tunes glibc's allocator for a host process: no heap trimming and no per-allocation `mmap`
 /// for large blocks. Both return memory to the kernel eagerly, and each time every core must
@@ -91,17 +76,24 @@ pub fn tune_allocator() {
     }
 }
 
-pub use address::{ActorPath, Address};
-pub use ask::{ASK_TIMEOUT_KIND, AskError};
-pub use committer::CommitStats;
+pub use actor::supervisor::{Directive, Scope, Strategy};
+pub use address::{ActorPath, Address, SYSTEM_ROOT, USER_ROOT, validate_name};
+pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
+pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
+pub use caps::persistence::entities::EntityOptions;
 pub use config::HostConfig;
-pub use deadletters::{DeadLetter, DeadLetterReason};
-pub use entities::EntityOptions;
-pub use error::{AddressError, HostError, ManifestError, ModuleError, SendError, SpawnError};
+pub use deploy::cache::ModuleStats;
+pub use deploy::checks::CONTRACT_VERSION;
+pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
+pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
+pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
+pub use error::{
+    AddressError, BoxError, HostError, ManifestError, ModuleError, SendError, SpawnError, chain,
+};
+pub use kernel::TERMINATED_KIND;
+pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
+pub use kernel::guardian::SupervisionEvent;
+pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
-pub use messaging::DEAD_LETTER_KIND;
-pub use module::{CONTRACT_VERSION, DEFAULT_VERSION, ModuleInfo, ModuleStats};
-pub use store::{SCHEMA_VERSION, StoreError};
-pub use supervisor::{Directive, Scope, Strategy};
-pub use system::{ActorInfo, ActorSystem, Probe, SpawnOptions, SupervisionEvent, TERMINATED_KIND};
-pub use upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
+pub use storage::{CommitStats, DatabaseError, SCHEMA_VERSION};
+pub use system::{ActorInfo, ActorSystem, Probe};

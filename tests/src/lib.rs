@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use mote_example_protocol::Report;
 use mote_guest::Message;
-use mote_host::{ActorSystem, Envelope, HostConfig, Probe, examples};
+use mote_host::{ActorSystem, Envelope, HostConfig, Probe};
+use mote_test_programs as examples;
 
 /// How long any single expected event may take before a test fails.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -26,7 +27,8 @@ pub fn system_configured(mut config: HostConfig, modules: &[&str]) -> ActorSyste
     let system = ActorSystem::new(config).expect("system");
     let _one_at_a_time = DEPLOYS.lock().unwrap_or_else(|p| p.into_inner());
     for name in modules {
-        let path = examples::path(name).expect("example actors are built by host/build.rs");
+        let path =
+            examples::path(name).expect("example actors are built by test-programs/build.rs");
         system.deploy_file(name, &path).expect("deploy example");
     }
     system

@@ -1,0 +1,295 @@
+//! The control socket of a running `mote run`: a Unix socket on which `mote send`, `mote ask`
+//! and `mote tree` talk to the host. One JSON object per line each way; bodies travel as hex.
+//!
+//! Requests: `{"op":"send","to":P,"kind":K,"body":HEX}`,
+//! `{"op":"ask","to":P,"kind":K,"body":HEX,"timeout_ms":N}`, `{"op":"tree"}`,
+//! `{"op":"deploy","path":FILE,"name":N,"version":V}`,
+//! `{"op":"upgrade","target":PATH_OR_MODULE,"version":V,"concurrency":N}`, `{"op":"modules"}`,
+//! `{"op":"undeploy","name":N,"version":V?}`.
+//! Responses: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use mote_host::{ActorSystem, UpgradeOptions};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+/// The default socket path, in the current directory.
+pub(crate) const DEFAULT_SOCKET: &str = "mote.sock";
+
+/// A request to the host.
+#[derive(Serialize, Deserialize, Debug)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub(crate) enum Request {
+    Send {
+        to: String,
+        kind: String,
+        body: String,
+    },
+    Ask {
+        to: String,
+        kind: String,
+        body: String,
+        timeout_ms: u64,
+    },
+    Tree,
+    Deploy {
+        path: PathBuf,
+        name: String,
+        version: String,
+        #[serde(default)]
+        grants: Vec<String>,
+    },
+    Upgrade {
+        target: String,
+        version: String,
+        concurrency: usize,
+    },
+    Modules,
+    Undeploy {
+        name: String,
+        version: Option<String>,
+    },
+}
+
+/// One module version in a `modules` response.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct ModuleNode {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) hash: String,
+    pub(crate) current: bool,
+    pub(crate) upgradable: bool,
+}
+
+/// The outcome of an `upgrade`.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct UpgradeSummary {
+    pub(crate) module: String,
+    pub(crate) version: String,
+    pub(crate) upgraded: usize,
+    pub(crate) migrated: usize,
+    pub(crate) unchanged: usize,
+    pub(crate) failed: Vec<(String, String)>,
+    pub(crate) current: bool,
+    pub(crate) max_pause_us: u64,
+}
+
+/// One actor in a `tree` response.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct Node {
+    pub(crate) path: String,
+    pub(crate) incarnation: u64,
+    pub(crate) module: Option<String>,
+    #[serde(default)]
+    pub(crate) version: Option<String>,
+    pub(crate) mailbox_depth: usize,
+}
+
+/// The reply to an `ask`.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct Reply {
+    pub(crate) sender: Option<String>,
+    pub(crate) kind: String,
+    pub(crate) body: String,
+}
+
+/// The host's answer.
+#[derive(Serialize, Deserialize, Debug, Default)]
+pub(crate) struct Response {
+    pub(crate) ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reply: Option<Reply>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) actors: Option<Vec<Node>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) modules: Option<Vec<ModuleNode>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) upgrade: Option<UpgradeSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) deployed: Option<bool>,
+}
+
+/// Serves the control socket at `path` until the task is dropped; removes a stale socket first.
+pub(crate) async fn serve(system: Arc<ActorSystem>, path: PathBuf) -> anyhow::Result<()> {
+    if path.exists() {
+        if UnixStream::connect(&path).await.is_ok() {
+            bail!("another host already listens on {}", path.display());
+        }
+        std::fs::remove_file(&path)
+            .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    }
+    let listener = UnixListener::bind(&path)
+        .with_context(|| format!("cannot listen on {}", path.display()))?;
+    tracing::info!(socket = %path.display(), "control socket ready");
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let system = system.clone();
+        tokio::spawn(async move {
+            if let Err(e) = connection(&system, stream).await {
+                tracing::warn!("control connection: {e:#}");
+            }
+        });
+    }
+}
+
+async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    while let Some(line) = lines.next_line().await? {
+        let response = match serde_json::from_str::<Request>(&line) {
+            Ok(request) => handle(system, request).await.unwrap_or_else(|e| Response {
+                error: Some(format!("{e:#}")),
+                ..Response::default()
+            }),
+            Err(e) => Response {
+                error: Some(format!("bad request: {e}")),
+                ..Response::default()
+            },
+        };
+        let mut text = serde_json::to_string(&response)?;
+        text.push('\n');
+        write.write_all(text.as_bytes()).await?;
+    }
+    Ok(())
+}
+
+async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Response> {
+    let mut response = Response {
+        ok: true,
+        ..Response::default()
+    };
+    match request {
+        Request::Send { to, kind, body } => system.tell(&to, &kind, from_hex(&body)?)?,
+        Request::Ask {
+            to,
+            kind,
+            body,
+            timeout_ms,
+        } => {
+            let timeout = Duration::from_millis(timeout_ms);
+            let reply = system.ask(&to, &kind, from_hex(&body)?, timeout).await?;
+            response.reply = Some(Reply {
+                sender: reply.sender.map(|s| s.to_string()),
+                kind: reply.kind,
+                body: to_hex(&reply.body),
+            });
+        }
+        Request::Tree => {
+            response.actors = Some(
+                system
+                    .tree()
+                    .into_iter()
+                    .map(|i| Node {
+                        path: i.address.path.to_string(),
+                        incarnation: i.address.incarnation,
+                        module: i.module,
+                        version: i.version,
+                        mailbox_depth: i.mailbox_depth,
+                    })
+                    .collect(),
+            );
+        }
+        Request::Deploy {
+            path,
+            name,
+            version,
+            grants,
+        } => {
+            let bytes = std::fs::read(&path)
+                .with_context(|| format!("cannot read module file {}", path.display()))?;
+            response.deployed = Some(system.deploy_granted(&name, &version, &bytes, &grants)?);
+        }
+        Request::Upgrade {
+            target,
+            version,
+            concurrency,
+        } => {
+            let options = UpgradeOptions {
+                concurrency,
+                ..UpgradeOptions::default()
+            };
+            let report = system
+                .upgrade_with(&target, &version, options, None)
+                .await?;
+            response.upgrade = Some(UpgradeSummary {
+                module: report.module,
+                version: report.version,
+                migrated: report.upgraded.iter().filter(|u| u.migrated).count(),
+                max_pause_us: report
+                    .upgraded
+                    .iter()
+                    .map(|u| u.pause.as_micros() as u64)
+                    .max()
+                    .unwrap_or(0),
+                upgraded: report.upgraded.len(),
+                unchanged: report.unchanged,
+                failed: report.failed,
+                current: report.current,
+            });
+        }
+        Request::Modules => {
+            response.modules = Some(
+                system
+                    .module_list()
+                    .into_iter()
+                    .map(|m| ModuleNode {
+                        name: m.name,
+                        version: m.version,
+                        hash: m.hash,
+                        current: m.current,
+                        upgradable: m.upgradable,
+                    })
+                    .collect(),
+            );
+        }
+        Request::Undeploy { name, version } => {
+            system.remove_module(&name, version.as_deref())?;
+        }
+    }
+    Ok(response)
+}
+
+/// Sends one request to the host listening at `path` and returns its successful response.
+pub(crate) async fn request(path: &Path, request: &Request) -> anyhow::Result<Response> {
+    let stream = UnixStream::connect(path).await.with_context(|| {
+        format!(
+            "no host listening on {} (start one with `mote run <manifest> --control {}`)",
+            path.display(),
+            path.display()
+        )
+    })?;
+    let (read, mut write) = stream.into_split();
+    let mut text = serde_json::to_string(request)?;
+    text.push('\n');
+    write.write_all(text.as_bytes()).await?;
+    let line = BufReader::new(read)
+        .lines()
+        .next_line()
+        .await?
+        .ok_or_else(|| anyhow!("the host closed the connection"))?;
+    let response: Response = serde_json::from_str(&line).context("malformed response")?;
+    if !response.ok {
+        bail!(
+            "{}",
+            response.error.unwrap_or_else(|| "request failed".into())
+        );
+    }
+    Ok(response)
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes of a hex string (whitespace ignored).
+pub(crate) fn from_hex(hex: &str) -> anyhow::Result<Vec<u8>> {
+    mote_host::decode_hex(hex).ok_or_else(|| anyhow!("body is not hex: {hex:?}"))
+}

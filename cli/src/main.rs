@@ -1,0 +1,365 @@
+//! The `mote` command line: parses arguments, sets up logging and a runtime, and hands over to a
+//! subcommand. Errors are printed as one line with their cause chain.
+
+mod control;
+mod demo;
+mod new;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// The database a host uses unless told otherwise: embedded redb in the current directory.
+pub(crate) const DEFAULT_DB: &str = "mote.redb";
+
+/// Mote: run actors compiled as WebAssembly components.
+#[derive(Parser)]
+#[command(name = "mote", version, about)]
+struct Cli {
+    /// Log filter (overrides RUST_LOG), e.g. `info` or `mote=debug`.
+    #[arg(long, global = true)]
+    log: Option<String>,
+    /// Worker threads of the scheduler (default: one per core).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Deploy the modules and actors of a TOML manifest and run until Ctrl-C or until every
+    /// top-level actor has stopped.
+    Run {
+        /// The manifest file.
+        manifest: PathBuf,
+        /// The control socket for `mote send/ask/tree`.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+        /// The database file (default: the manifest's [storage] path, else ./mote.redb).
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Send a message to an actor of a running host.
+    Send {
+        /// The target path, e.g. /user/counter.
+        to: String,
+        /// The message kind.
+        kind: String,
+        #[command(flatten)]
+        body: Body,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Ask an actor of a running host and print its reply.
+    Ask {
+        /// The target path.
+        to: String,
+        /// The message kind.
+        kind: String,
+        #[command(flatten)]
+        body: Body,
+        /// How long to wait for the reply.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Print the live actor tree of a running host, with modules and mailbox depths.
+    Tree {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Deploy a `.wasm` component to a running host as a module version.
+    Deploy {
+        /// The component file.
+        file: PathBuf,
+        /// The module name.
+        #[arg(long)]
+        name: String,
+        /// The version.
+        #[arg(long, default_value = mote_host::DEFAULT_VERSION)]
+        version: String,
+        /// Grant it more than the defaults (`wasi:http`); repeatable.
+        #[arg(long = "grant")]
+        grants: Vec<String>,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Upgrade an actor (a path) or every actor of a module (a name) of a running host to
+    /// another deployed version, live; upgrading back to the old version rolls back.
+    Upgrade {
+        /// An actor path (`/user/counter`) or a module name (`counter`).
+        target: String,
+        /// The version to run.
+        #[arg(long)]
+        to: String,
+        /// Actors upgraded at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// List the module versions deployed on a running host.
+    Modules {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Create an actor project that builds to a component: `mote new <name> --lang rust|python|js`.
+    New {
+        /// The project (and module) name.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+    },
+    /// Remove a module version (or all versions) from a running host; refused while actors run it.
+    Undeploy {
+        /// The module name.
+        name: String,
+        /// Only this version.
+        #[arg(long)]
+        version: Option<String>,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Run the built-in demo: ping-pong, a small tree of actors and durable state, printing
+    /// what happens.
+    Demo {
+        /// The database file.
+        #[arg(long, default_value = DEFAULT_DB)]
+        db: PathBuf,
+    },
+}
+
+/// A message body given on the command line.
+#[derive(clap::Args)]
+struct Body {
+    /// The body as hex bytes.
+    #[arg(long, conflicts_with = "text")]
+    hex: Option<String>,
+    /// The body as UTF-8 text.
+    #[arg(long)]
+    text: Option<String>,
+}
+
+impl Body {
+    fn hex(&self) -> anyhow::Result<String> {
+        Ok(match (&self.hex, &self.text) {
+            (Some(hex), _) => control::to_hex(&control::from_hex(hex)?),
+            (None, Some(text)) => control::to_hex(text.as_bytes()),
+            (None, None) => String::new(),
+        })
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run {
+            manifest,
+            control,
+            db,
+        } => run::run(&manifest, control, db).await,
+        Command::Demo { db } => demo::demo(&db).await,
+        Command::New { name, lang } => new::new(&name, lang),
+        Command::Send {
+            to,
+            kind,
+            body,
+            control,
+        } => {
+            let body = body.hex()?;
+            control::request(&control, &control::Request::Send { to, kind, body })
+                .await
+                .map(drop)
+        }
+        Command::Ask {
+            to,
+            kind,
+            body,
+            timeout_ms,
+            control,
+        } => {
+            let body = body.hex()?;
+            let request = control::Request::Ask {
+                to,
+                kind,
+                body,
+                timeout_ms,
+            };
+            let response = control::request(&control, &request).await?;
+            if let Some(reply) = response.reply {
+                print_reply(&reply)?;
+            }
+            Ok(())
+        }
+        Command::Tree { control } => {
+            let response = control::request(&control, &control::Request::Tree).await?;
+            for node in response.actors.unwrap_or_default() {
+                let depth = node.path.matches('/').count().saturating_sub(1);
+                println!(
+                    "{:indent$}{} #{} {} mailbox={}",
+                    "",
+                    node.path,
+                    node.incarnation,
+                    module_label(node.module.as_deref(), node.version.as_deref()),
+                    node.mailbox_depth,
+                    indent = depth * 2
+                );
+            }
+            Ok(())
+        }
+        Command::Deploy {
+            file,
+            name,
+            version,
+            grants,
+            control,
+        } => {
+            let path = std::fs::canonicalize(&file)
+                .with_context(|| format!("cannot read module file {}", file.display()))?;
+            let request = control::Request::Deploy {
+                path,
+                name: name.clone(),
+                version: version.clone(),
+                grants,
+            };
+            let response = control::request(&control, &request).await?;
+            match response.deployed {
+                Some(true) => println!("deployed {name}@{version}"),
+                _ => println!("{name}@{version} was already deployed with these bytes"),
+            }
+            Ok(())
+        }
+        Command::Upgrade {
+            target,
+            to,
+            concurrency,
+            control,
+        } => {
+            let request = control::Request::Upgrade {
+                target,
+                version: to,
+                concurrency,
+            };
+            let response = control::request(&control, &request).await?;
+            let Some(summary) = response.upgrade else {
+                anyhow::bail!("the host sent no upgrade report");
+            };
+            println!(
+                "{}@{}: {} upgraded ({} with their state), {} already on it, {} failed; longest pause {} us{}",
+                summary.module,
+                summary.version,
+                summary.upgraded,
+                summary.migrated,
+                summary.unchanged,
+                summary.failed.len(),
+                summary.max_pause_us,
+                if summary.current { "; now current" } else { "" }
+            );
+            for (path, why) in &summary.failed {
+                println!("  {path}: {why} (the old version keeps running)");
+            }
+            if !summary.failed.is_empty() {
+                anyhow::bail!("{} actor(s) kept their old version", summary.failed.len());
+            }
+            Ok(())
+        }
+        Command::Modules { control } => {
+            let response = control::request(&control, &control::Request::Modules).await?;
+            for m in response.modules.unwrap_or_default() {
+                println!(
+                    "{}@{} sha256:{}{}{}",
+                    m.name,
+                    m.version,
+                    m.hash.get(..16).unwrap_or(&m.hash),
+                    if m.current { " current" } else { "" },
+                    if m.upgradable { " upgradable" } else { "" }
+                );
+            }
+            Ok(())
+        }
+        Command::Undeploy {
+            name,
+            version,
+            control,
+        } => control::request(&control, &control::Request::Undeploy { name, version })
+            .await
+            .map(drop),
+    }
+}
+
+fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
+    let bytes = control::from_hex(&reply.body)?;
+    let text = std::str::from_utf8(&bytes)
+        .ok()
+        .filter(|t| t.chars().all(|c| !c.is_control()))
+        .map(|t| format!(" text={t:?}"))
+        .unwrap_or_default();
+    println!(
+        "reply from {} kind={} body={}{text}",
+        reply.sender.as_deref().unwrap_or("-"),
+        reply.kind,
+        reply.body
+    );
+    Ok(())
+}
+
+/// Runs the CLI and turns any error into one line on stderr and exit code 1.
+fn main() -> ExitCode {
+    mote_host::tune_allocator();
+    let cli = Cli::parse();
+    // The demo shows each ball of the ping-pong, which the guests log at debug level.
+    let default_filter = match cli.command {
+        Command::Demo { .. } => "info,mote::guest=debug",
+        Command::Run { .. } => "info",
+        _ => "warn",
+    };
+    let filter = cli
+        .log
+        .as_deref()
+        .map(EnvFilter::new)
+        .or_else(|| EnvFilter::try_from_default_env().ok())
+        .unwrap_or_else(|| EnvFilter::new(default_filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Some(n) = cli.threads {
+        runtime.worker_threads(n.max(1));
+    }
+    let result = runtime
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(async { dispatch(cli.command).await }));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The cause chain on one line, each cause once.
+            eprintln!("mote: error: {}", mote_host::chain(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `module@version`, or `-` for a host endpoint.
+fn module_label(module: Option<&str>, version: Option<&str>) -> String {
+    match (module, version) {
+        (Some(m), Some(v)) => format!("{m}@{v}"),
+        (Some(m), None) => m.to_owned(),
+        _ => "-".to_owned(),
+    }
+}

@@ -1,0 +1,154 @@
+//! `mote new <name> --lang rust|python|js`: scaffolds an actor project that builds to a component
+//! as it is. The templates live in `cli/templates/` and are compiled into the binary.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+/// The languages `mote new` knows.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+/// One file of a template: its path in the project and its text.
+type File = (&'static str, &'static str);
+
+const RUST: &[File] = &[
+    (
+        "Cargo.toml",
+        include_str!("../templates/rust/Cargo.toml.tmpl"),
+    ),
+    (
+        "rust-toolchain.toml",
+        include_str!("../templates/rust/rust-toolchain.toml.tmpl"),
+    ),
+    (
+        ".cargo/config.toml",
+        include_str!("../templates/rust/config.toml.tmpl"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../templates/rust/src/lib.rs.tmpl"),
+    ),
+    (
+        "manifest.toml",
+        include_str!("../templates/rust/manifest.toml.tmpl"),
+    ),
+    (
+        "README.md",
+        include_str!("../templates/rust/README.md.tmpl"),
+    ),
+];
+
+const PYTHON: &[File] = &[
+    ("app.py", include_str!("../templates/python/app.py.tmpl")),
+    (
+        "mote_actor.py",
+        include_str!("../../example-actors/python/mote_actor.py"),
+    ),
+    ("wit/actor.wit", include_str!("../../wit/actor.wit")),
+    (
+        "build.sh",
+        include_str!("../templates/python/build.sh.tmpl"),
+    ),
+    (
+        "manifest.toml",
+        include_str!("../templates/python/manifest.toml.tmpl"),
+    ),
+    (
+        "README.md",
+        include_str!("../templates/python/README.md.tmpl"),
+    ),
+];
+
+const JS: &[File] = &[
+    ("app.js", include_str!("../templates/js/app.js.tmpl")),
+    (
+        "mote_actor.js",
+        include_str!("../../example-actors/js/mote_actor.js"),
+    ),
+    ("wit/actor.wit", include_str!("../../wit/actor.wit")),
+    (
+        "package.json",
+        include_str!("../templates/js/package.json.tmpl"),
+    ),
+    ("build.sh", include_str!("../templates/js/build.sh.tmpl")),
+    (
+        "manifest.toml",
+        include_str!("../templates/js/manifest.toml.tmpl"),
+    ),
+    ("README.md", include_str!("../templates/js/README.md.tmpl")),
+];
+
+/// Where the Rust SDK lives, for the new project's path dependency.
+fn sdk_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .join("guest-sdk")
+}
+
+/// Creates the project `name` in the current directory.
+pub(crate) fn new(name: &str, lang: Lang) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !ok {
+        bail!(
+            "invalid project name {name:?}: use lower-case letters, digits, _ and -, starting with a letter"
+        );
+    }
+    let dir = PathBuf::from(name);
+    if dir.exists() {
+        bail!("{} already exists", dir.display());
+    }
+    let sdk = sdk_path();
+    if lang == Lang::Rust && !sdk.join("Cargo.toml").exists() {
+        bail!(
+            "the Rust SDK is not at {} (this mote was built outside its repository)",
+            sdk.display()
+        );
+    }
+    let files = match lang {
+        Lang::Rust => RUST,
+        Lang::Python => PYTHON,
+        Lang::Js => JS,
+    };
+    let file_stem = name.replace('-', "_");
+    for (path, text) in files {
+        let text = text
+            .replace("{{name}}", name)
+            .replace("{{file}}", &file_stem)
+            .replace("{{sdk}}", &sdk.display().to_string());
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&target, text)
+            .with_context(|| format!("cannot write {}", target.display()))?;
+    }
+    if lang != Lang::Rust {
+        make_executable(&dir.join("build.sh"))?;
+    }
+    let build = match lang {
+        Lang::Rust => "cargo build --release",
+        Lang::Python | Lang::Js => "./build.sh",
+    };
+    println!("created {name}/ ({lang:?}); build it with: cd {name} && {build}");
+    Ok(())
+}
+
+fn make_executable(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut permissions = std::fs::metadata(path)?.permissions();
+    permissions.set_mode(0o755);
+    std::fs::set_permissions(path, permissions)
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}

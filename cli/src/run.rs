@@ -1,0 +1,73 @@
+//! `mote run <manifest>`: deploy, spawn, run until Ctrl-C or until all top-level actors stop.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use mote_host::Manifest;
+use mote_host::{ActorSystem, EntityOptions, HostConfig};
+
+pub(crate) async fn run(
+    manifest: &Path,
+    control: PathBuf,
+    db: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let manifest = Manifest::load(manifest)?;
+    let mut config = HostConfig::new();
+    let db = db
+        .or(manifest.storage.clone())
+        .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));
+    config.storage(&db);
+    let system = Arc::new(ActorSystem::new(config)?);
+    for module in &manifest.modules {
+        let bytes = std::fs::read(&module.path)
+            .with_context(|| format!("cannot read module file {}", module.path.display()))?;
+        system.deploy_granted(&module.name, &module.version, &bytes, &module.grants)?;
+    }
+    for entity in &manifest.entities {
+        let options = EntityOptions {
+            passivate_after: entity.passivate_after,
+            ..EntityOptions::default()
+        };
+        let woken = system
+            .register_entity(&entity.kind, &entity.module, options)
+            .with_context(|| format!("cannot register entity kind {}", entity.kind))?;
+        tracing::info!(kind = %entity.kind, woken, "entity kind registered");
+    }
+    for actor in &manifest.actors {
+        if let Some(strategy) = &actor.supervision {
+            system.set_top_level_strategy(actor.path.as_str(), strategy.clone());
+        }
+        system
+            .spawn_with(
+                actor.path.as_str(),
+                &actor.module,
+                &actor.init,
+                actor.limits,
+            )
+            .with_context(|| format!("cannot spawn {}", actor.path))?;
+    }
+    tracing::info!(actors = manifest.actors.len(), "running; Ctrl-C stops");
+    let server = tokio::spawn(super::control::serve(system.clone(), control.clone()));
+    tokio::select! {
+        _ = system.user_actors_stopped() => tracing::info!("all top-level actors stopped"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: shutting down"),
+        _ = terminated() => tracing::info!("SIGTERM: shutting down"),
+    }
+    server.abort();
+    let _ = std::fs::remove_file(&control);
+    if let Err(alive) = system.shutdown().await {
+        anyhow::bail!("shutdown timed out; still running: {}", alive.join(", "));
+    }
+    Ok(())
+}
+
+/// Resolves on SIGTERM (what `kill` and service managers send).
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}

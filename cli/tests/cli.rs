@@ -1,0 +1,452 @@
+//! The `mote` binary: `run` with a manifest, and one-line errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `mote` in a directory of its own, so the default `./mote.redb` of concurrent runs
+/// never collide.
+fn mote(args: &[&str]) -> Output {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Command::new(env!("CARGO_BIN_EXE_mote"))
+        .current_dir(scratch(&format!("cwd-{run}")))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run mote")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mote-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn example(name: &str) -> PathBuf {
+    mote_test_programs::path(name).expect("example actors are built")
+}
+
+fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn run_deploys_a_manifest_and_exits_when_the_actors_stop() {
+    let dir = scratch("run");
+    let manifest = write(
+        &dir,
+        "pingpong.toml",
+        &format!(
+            "[[module]]\nname = \"pingpong\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/pong\"\nmodule = \"pingpong\"\ninit = \"pong\"\n\n\
+             [[actor]]\npath = \"/user/ping\"\nmodule = \"pingpong\"\ninit = \"ping /user/pong 20\"\n",
+            example("pingpong")
+        ),
+    );
+    let out = mote(&["run", manifest.to_str().unwrap()]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("ping: 20 round trips done"), "{log}");
+    assert!(log.contains("pong: received 20 pings"), "{log}");
+    assert!(log.contains("all top-level actors stopped"), "{log}");
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("mote: error:"))
+        .unwrap_or_else(|| panic!("no error line in {err}"));
+    line.to_owned()
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    let dir = scratch("errors");
+    let syntax = write(&dir, "syntax.toml", "[[module]]\nname = \"a\"\npath = \n");
+    let line = one_line_error(&mote(&["run", syntax.to_str().unwrap()]));
+    assert!(line.contains("syntax.toml:3:"), "{line}");
+
+    let missing = write(
+        &dir,
+        "missing.toml",
+        "[[module]]\nname = \"a\"\npath = \"nope.wasm\"\n",
+    );
+    let line = one_line_error(&mote(&["run", missing.to_str().unwrap()]));
+    assert!(
+        line.contains("cannot read module file") && line.contains("nope.wasm"),
+        "{line}"
+    );
+
+    write(&dir, "junk.wasm", "junk");
+    let junk = write(
+        &dir,
+        "junk.toml",
+        "[[module]]\nname = \"a\"\npath = \"junk.wasm\"\n",
+    );
+    let line = one_line_error(&mote(&["run", junk.to_str().unwrap()]));
+    assert!(line.contains("not a WebAssembly file"), "{line}");
+
+    let bad_path = write(
+        &dir,
+        "badpath.toml",
+        &format!(
+            "[[module]]\nname = \"c\"\npath = {:?}\n[[actor]]\npath = \"/user/a/../b\"\nmodule = \"c\"\n",
+            example("counter")
+        ),
+    );
+    let line = one_line_error(&mote(&["run", bad_path.to_str().unwrap()]));
+    assert!(line.contains("invalid actor path"), "{line}");
+
+    let line = one_line_error(&mote(&["run", "/nonexistent/manifest.toml"]));
+    assert!(line.contains("cannot read manifest"), "{line}");
+}
+
+#[test]
+fn demo_runs_ping_pong_a_tree_entities_and_a_hot_swap() {
+    let out = mote(&["demo"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("report from /user/ping: pongs = 5"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("report from /user/relay: sum = 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("report from /user/tree: stopped"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("report from /user/sup/c0: restarted"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("alice: total 12 after 1 activation(s)")
+            && stdout.contains("reactivated by the next message: total 12, activation 2"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rolled back to version 1 with its state: 1100 messages, 0 out of order"),
+        "{stdout}"
+    );
+}
+
+/// Kills the host when the test ends, however it ends.
+struct Host(std::process::Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `mote run <manifest>` in `dir` and waits (up to `patience_s`) until its control
+/// socket answers; the socket does not exist before.
+fn run_host(dir: &Path, manifest: &Path, socket: &str, patience_s: u64) -> Host {
+    let host = Host(
+        Command::new(env!("CARGO_BIN_EXE_mote"))
+            .current_dir(dir)
+            .args(["run", manifest.to_str().unwrap(), "--control", socket])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start mote run"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(patience_s);
+    while !mote(&["tree", "--control", socket]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "host did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    host
+}
+
+#[test]
+fn send_ask_and_tree_talk_to_a_running_host() {
+    let dir = scratch("control");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "counter.toml",
+        &format!(
+            "[[module]]\nname = \"counter\"\npath = {:?}\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"counter\"\ninit = \"10\"\n",
+            example("counter")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    let tree = mote_ok(&["tree", "--control", socket_arg]);
+    assert!(
+        tree.contains("/user/c #") && tree.contains("counter@0 mailbox="),
+        "{tree}"
+    );
+
+    // Counter::Add(5) is postcard [0, 5]; Counter::Get is [1]; the reply Value(15) is [2, 15].
+    let out = mote(&[
+        "send",
+        "/user/c",
+        "Counter",
+        "--hex",
+        "0005",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = mote(&[
+        "ask",
+        "/user/c",
+        "Counter",
+        "--hex",
+        "01",
+        "--control",
+        socket_arg,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("reply from /user/c#") && stdout.contains("kind=Counter body=020f"),
+        "{stdout}"
+    );
+
+    // Errors are one line: an unknown path times out, a bad path is refused.
+    let line = one_line_error(&mote(&[
+        "ask",
+        "/user/none",
+        "X",
+        "--timeout-ms",
+        "100",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("no reply within"), "{line}");
+    let line = one_line_error(&mote(&["send", "user/c", "X", "--control", socket_arg]));
+    assert!(line.contains("not absolute"), "{line}");
+    let line = one_line_error(&mote(&[
+        "tree",
+        "--control",
+        dir.join("none.sock").to_str().unwrap(),
+    ]));
+    assert!(line.contains("no host listening"), "{line}");
+}
+
+/// Runs `mote` with `args` and returns its stdout, failing the test if it failed.
+fn mote_ok(args: &[&str]) -> String {
+    let out = mote(args);
+    assert!(
+        out.status.success(),
+        "mote {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn deploy_upgrade_and_roll_back_a_running_host() {
+    let dir = scratch("upgrade");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "versioned.toml",
+        &format!(
+            "[[module]]\nname = \"versioned\"\nversion = \"1\"\npath = {:?}\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"versioned\"\n",
+            example("versioned_v1")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    for v in ["2", "3"] {
+        let file = example(&format!("versioned_v{v}"));
+        let out = mote_ok(&[
+            "deploy",
+            file.to_str().unwrap(),
+            "--name",
+            "versioned",
+            "--version",
+            v,
+            "--control",
+            socket_arg,
+        ]);
+        assert!(out.contains(&format!("deployed versioned@{v}")), "{out}");
+    }
+    let modules = mote_ok(&["modules", "--control", socket_arg]);
+    assert!(
+        modules.contains("versioned@1 sha256:") && modules.contains("current"),
+        "{modules}"
+    );
+    assert_eq!(modules.lines().count(), 3, "{modules}");
+
+    let out = mote_ok(&["upgrade", "versioned", "--to", "2", "--control", socket_arg]);
+    assert!(out.contains("1 upgraded (1 with their state)"), "{out}");
+    assert!(out.contains("now current"), "{out}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@2"));
+
+    // v3 refuses the state: the command fails, v2 keeps running.
+    let out = mote(&["upgrade", "/user/c", "--to", "3", "--control", socket_arg]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the old version keeps running"), "{stdout}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@2"));
+
+    // Roll back to v1, then remove the bad version.
+    let out = mote_ok(&["upgrade", "versioned", "--to", "1", "--control", socket_arg]);
+    assert!(out.contains("1 upgraded"), "{out}");
+    assert!(mote_ok(&["tree", "--control", socket_arg]).contains("versioned@1"));
+    mote_ok(&[
+        "undeploy",
+        "versioned",
+        "--version",
+        "3",
+        "--control",
+        socket_arg,
+    ]);
+    let line = one_line_error(&mote(&[
+        "undeploy",
+        "versioned",
+        "--version",
+        "1",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("still runs 1 actor"), "{line}");
+}
+
+#[test]
+fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
+    let dir = scratch("new");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let run_in = |cwd: &Path, program: &Path, args: &[&str]| {
+        let out = Command::new(program)
+            .current_dir(cwd)
+            .args(args)
+            .env_remove("CARGO_TARGET_DIR")
+            .env("CARGO_TARGET_DIR", repo.join("example-actors/target"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+        assert!(
+            out.status.success(),
+            "{} {args:?} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-rs"));
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-py"));
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-js"));
+    let mote_bin = Path::new(env!("CARGO_BIN_EXE_mote"));
+    run_in(&dir, mote_bin, &["new", "tmpl-rs", "--lang", "rust"]);
+    run_in(&dir, mote_bin, &["new", "tmpl-py", "--lang", "python"]);
+    run_in(&dir, mote_bin, &["new", "tmpl-js", "--lang", "js"]);
+    let line = one_line_error(&mote(&["new", "Bad Name"]));
+    assert!(line.contains("invalid project name"), "{line}");
+
+    // The Rust template builds as it is (sharing the example actors' compiled dependencies).
+    let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    run_in(&dir.join("tmpl-rs"), &cargo, &["build", "--release"]);
+    let rust_wasm = repo.join("example-actors/target/wasm32-wasip2/release/tmpl_rs.wasm");
+    // The Python and JS templates build with their build.sh, given the toolchains host/build.rs
+    // installed (so the test does not download them again).
+    let toolchains = repo.join("example-actors/.toolchains");
+    for (project, var, tool) in [
+        (
+            "tmpl-py",
+            "MOTE_COMPONENTIZE_PY",
+            "python/bin/componentize-py",
+        ),
+        (
+            "tmpl-js",
+            "MOTE_COMPONENTIZE_JS",
+            "js/node_modules/.bin/componentize-js",
+        ),
+    ] {
+        let tool = toolchains.join(tool);
+        assert!(
+            tool.exists(),
+            "{} is missing: build the host (cargo build -p mote-host) to install it",
+            tool.display()
+        );
+        let out = Command::new(dir.join(project).join("build.sh"))
+            .env(var, &tool)
+            .output()
+            .expect("run build.sh");
+        assert!(
+            out.status.success(),
+            "{project}/build.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let python_wasm = dir.join("tmpl-py/tmpl-py.wasm");
+    let js_wasm = dir.join("tmpl-js/tmpl-js.wasm");
+
+    let manifest = write(
+        &dir,
+        "templates.toml",
+        &format!(
+            "[[module]]\nname = \"rs\"\npath = {rust_wasm:?}\n[[module]]\nname = \"py\"\npath = {python_wasm:?}\n\
+             [[module]]\nname = \"js\"\npath = {js_wasm:?}\n\
+             [[actor]]\npath = \"/user/r\"\nmodule = \"rs\"\n[[actor]]\npath = \"/user/p\"\nmodule = \"py\"\n\
+             [[actor]]\npath = \"/user/j\"\nmodule = \"js\"\n"
+        ),
+    );
+    let socket = dir.join("new.sock");
+    let socket_arg = socket.to_str().unwrap();
+    // Compiling the Python and JS components takes a while on a cold cache.
+    let _host = run_host(&dir, &manifest, socket_arg, 180);
+    // Rust template: Msg::Add(5) is postcard [0, 5], Msg::Get [1], the reply Msg::Total(5) [2, 5].
+    mote_ok(&[
+        "send",
+        "/user/r",
+        "Msg",
+        "--hex",
+        "0005",
+        "--control",
+        socket_arg,
+    ]);
+    let reply = mote_ok(&[
+        "ask",
+        "/user/r",
+        "Msg",
+        "--hex",
+        "01",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(reply.contains("kind=Msg body=0205"), "{reply}");
+    // Python and JS templates: JSON bodies.
+    for actor in ["/user/p", "/user/j"] {
+        mote_ok(&[
+            "send",
+            actor,
+            "add",
+            "--text",
+            r#"{"n": 5}"#,
+            "--control",
+            socket_arg,
+        ]);
+        let reply = mote_ok(&["ask", actor, "get", "--control", socket_arg]);
+        assert!(
+            reply.contains(r#"text="{\"total\":5}""#),
+            "{actor}: {reply}"
+        );
+    }
+}

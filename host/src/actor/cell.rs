@@ -1,0 +1,830 @@
+//! The actor cell: the task that owns one actor's instance and mailbox and runs its lifecycle.
+//!
+//! ```text
+//! boot (instantiate + start) -> serve (one message at a time) -> terminate
+//!        ^                          | failure
+//!        |                          v
+//!        +---- restart <---- await the parent's directive ----> resume: serve again
+//!                                   | stop                          
+//!                                   v
+//!                               terminate
+//! ```
+//!
+//! A failed actor handles no user messages until its parent (or, at the top, the `/user`
+//! guardian) decides. Restart keeps the path, the incarnation and the mailbox, drops the message
+//! that failed, stops the children and boots a fresh instance of the same module whose
+//! `restart-cause` says why. Terminating stops every child first and waits for each, then runs
+//! `stopping` (skipped after a trap: the instance cannot be entered), releases the path, hands
+//! queued messages to dead letters, tells the watchers and the parent.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::error::TryRecvError;
+use tracing::Instrument;
+
+use super::core::ActorCore;
+use super::instance::{ActorInstance, Failure, Stillborn};
+use super::mailbox::{
+    ActorRef, Mailbox, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest, UserMsg,
+};
+use super::step;
+use super::supervisor::{Directive, Scope};
+use crate::address::Address;
+use crate::caps::capability::Origin;
+use crate::caps::{ActorState, Caps, States};
+use crate::deploy::modules::{Module, Modules};
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::kernel::spawn::Limits;
+use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
+use crate::message::{Receipt, StopReason};
+use crate::sandbox::meter::Usage;
+
+/// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
+pub(crate) struct CellSpec {
+    pub(crate) kernel: Arc<Kernel>,
+    pub(crate) caps: Arc<Caps>,
+    pub(crate) modules: Arc<Modules>,
+    pub(crate) me: ActorRef,
+    pub(crate) parent: Option<Address>,
+    pub(crate) module: Arc<Module>,
+    pub(crate) init: Vec<u8>,
+    pub(crate) mailbox: Mailbox,
+    pub(crate) limits: Limits,
+    /// An entity passivates after this long without a message.
+    pub(crate) passivate_after: Option<Duration>,
+}
+
+impl Pending for CellSpec {
+    fn start(self: Box<Self>) {
+        let span = tracing::info_span!("actor", path = %self.me.address.path);
+        let runtime = self.kernel.runtime.clone();
+        runtime.spawn(run(*self).instrument(span));
+    }
+
+    fn abandon(self: Box<Self>) {
+        let CellSpec {
+            kernel,
+            me,
+            parent,
+            mailbox,
+            ..
+        } = *self;
+        kernel.abandon(&me, parent.as_ref(), mailbox);
+    }
+}
+
+/// How a stretch of serving ended.
+enum Exit {
+    /// Stop with this reason.
+    Stop(StopReason),
+    /// This actor failed: its parent decides.
+    Failed(Failure),
+    /// Its parent restarts it (all-for-one): no question asked.
+    Restart { cause: String, delay: Duration },
+}
+
+/// The parent's answer to a failure.
+enum Verdict {
+    Resume,
+    Restart(Duration),
+    Stop(StopReason),
+}
+
+struct Cell {
+    kernel: Arc<Kernel>,
+    caps: Arc<Caps>,
+    modules: Arc<Modules>,
+    me: ActorRef,
+    parent: Option<Address>,
+    module: Arc<Module>,
+    init: Vec<u8>,
+    limits: Limits,
+    mailbox: Mailbox,
+    instance: Option<ActorInstance>,
+    /// Who watches this actor; kept across restarts.
+    watchers: HashSet<Address>,
+    /// The capabilities' states of the last instance, carried into its replacement.
+    carried: Option<States>,
+    /// The time this incarnation has lived and run, over all its instances.
+    usage: Arc<Usage>,
+    /// Children's failures that arrived while this actor itself waited for a directive.
+    deferred: VecDeque<SystemMsg>,
+    /// Children whose failure this actor escalated: they wait for its own outcome.
+    escalated: Vec<ActorRef>,
+    passivate_after: Option<Duration>,
+    /// Set when this (entity) incarnation ends by passivation: no `stopping` hook runs.
+    passivated: bool,
+}
+
+async fn run(spec: CellSpec) {
+    let mut cell = Cell {
+        kernel: spec.kernel,
+        caps: spec.caps,
+        modules: spec.modules,
+        me: spec.me,
+        parent: spec.parent,
+        module: spec.module,
+        init: spec.init,
+        limits: spec.limits,
+        mailbox: spec.mailbox,
+        instance: None,
+        watchers: HashSet::new(),
+        carried: None,
+        usage: Arc::new(Usage::new()),
+        deferred: VecDeque::new(),
+        escalated: Vec::new(),
+        passivate_after: spec.passivate_after,
+        passivated: false,
+    };
+    let reason = cell.live().await;
+    cell.terminate(reason).await;
+}
+
+impl Cell {
+    /// Runs incarnation instances until the actor stops; returns why.
+    async fn live(&mut self) -> StopReason {
+        let mut restart_cause: Option<String> = None;
+        let mut boot = true;
+        loop {
+            let mut booting = false;
+            let exit = if boot {
+                boot = false;
+                match self.boot(restart_cause.take()).await {
+                    Err(failure) => {
+                        booting = true;
+                        Exit::Failed(failure)
+                    }
+                    Ok(()) if self.state().is_some_and(|s| s.core.stop_requested) => {
+                        Exit::Stop(StopReason::Normal)
+                    }
+                    Ok(()) => self.serve().await,
+                }
+            } else {
+                self.serve().await
+            };
+            let (cause, delay) = match exit {
+                Exit::Stop(reason) => return reason,
+                Exit::Restart { cause, delay } => (cause, delay),
+                Exit::Failed(failure) => {
+                    let error = failure.to_string();
+                    tracing::error!(%error, "actor failed; waiting for its supervisor");
+                    match self.await_directive(error.clone()).await {
+                        Verdict::Stop(reason) => return reason,
+                        Verdict::Resume if !booting && !self.poisoned() => {
+                            tracing::info!("resumed by its supervisor");
+                            for child in self.escalated.drain(..) {
+                                child.signal(SystemMsg::Directive {
+                                    directive: Directive::Resume,
+                                    delay: Duration::ZERO,
+                                    cause: error.clone(),
+                                });
+                            }
+                            continue;
+                        }
+                        // A trapped instance or a failed start cannot resume: restart it.
+                        Verdict::Resume => (error, Duration::ZERO),
+                        Verdict::Restart(delay) => (error, delay),
+                    }
+                }
+            };
+            if let Some(reason) = self.prepare_restart(&cause, delay).await {
+                return reason;
+            }
+            tracing::info!(%cause, ?delay, "restarting");
+            restart_cause = Some(cause);
+            boot = true;
+        }
+    }
+
+    fn state(&mut self) -> Option<&mut ActorState> {
+        self.instance.as_mut().map(ActorInstance::state)
+    }
+
+    fn poisoned(&self) -> bool {
+        self.instance.as_ref().is_none_or(|i| i.poisoned)
+    }
+
+    /// Instantiates the module and calls `start`.
+    async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
+        let core = ActorCore::new(
+            self.kernel.clone(),
+            self.me.address.clone(),
+            self.parent.clone(),
+            self.limits,
+            self.usage.clone(),
+        );
+        let origin = match (self.carried.take(), restart_cause.as_deref()) {
+            (Some(old), Some(cause)) => Origin::Restarted { old, cause },
+            _ => Origin::Spawned,
+        };
+        let caps = self.caps.states(&core, origin);
+        let state = ActorState {
+            core,
+            caps,
+            set: self.caps.clone(),
+        };
+        let mut instance = match ActorInstance::new(&self.module, state).await {
+            Ok(instance) => instance,
+            Err(Stillborn { failure, state }) => {
+                self.carried = Some(state.caps);
+                return Err(failure);
+            }
+        };
+        let started = instance.start(&self.init).await;
+        self.instance = Some(instance);
+        match started {
+            Ok(()) => self.settle(None).await,
+            Err(failure) => {
+                self.abandon_step(None);
+                Err(failure)
+            }
+        }
+    }
+
+    /// After a successful guest call: the step is sealed by the capabilities, what they must
+    /// write is committed, then its effects are released (the cell handles nothing else
+    /// meanwhile); `consumed` is acknowledged with it. A failed commit fails the actor, and its
+    /// instance cannot resume: its memory holds state that was never committed.
+    async fn settle(&mut self, consumed: Option<Receipt>) -> Result<(), Failure> {
+        let Some(instance) = self.instance.as_mut() else {
+            self.kernel.settle(consumed);
+            return Ok(());
+        };
+        commit_step(&self.kernel, &self.caps, instance, consumed).await
+    }
+
+    /// After a failed guest call: the step's held-back effects are dropped; the message that
+    /// failed is acknowledged (a failing message is dropped, not redelivered).
+    fn abandon_step(&mut self, consumed: Option<Receipt>) {
+        if let Some(instance) = self.instance.as_mut() {
+            abandon_step(&self.caps, instance);
+        }
+        self.kernel.settle(consumed);
+    }
+
+    /// Handles messages until something ends this stretch.
+    async fn serve(&mut self) -> Exit {
+        let throughput = self.kernel.config.throughput;
+        loop {
+            let mut handled = 0;
+            while handled < throughput {
+                if let Some(exit) = self.drain_system().await {
+                    return exit;
+                }
+                let msg = match self.mailbox.try_next() {
+                    Ok(msg) => msg,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return Exit::Stop(StopReason::Normal),
+                };
+                if let Some(exit) = self.handle_user(msg).await {
+                    return exit;
+                }
+                handled += 1;
+            }
+            if handled == throughput {
+                // Fairness: let other actors run before draining the next batch.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let idle = self.passivate_after;
+            let next = tokio::select! {
+                biased;
+                Some(sys) = self.mailbox.system.recv() => Ok(sys),
+                msg = self.mailbox.user.recv() => Err(msg),
+                () = idle_for(idle) => {
+                    if self.kernel.registry.passivate(&self.me) {
+                        tracing::debug!("passivated");
+                        self.passivated = true;
+                        return Exit::Stop(StopReason::Normal);
+                    }
+                    continue;
+                }
+            };
+            let exit = match next {
+                Ok(sys) => self.handle_system(sys).await,
+                Err(Some(msg)) => {
+                    self.mailbox.took(&msg);
+                    self.handle_user(msg).await
+                }
+                Err(None) => Some(Exit::Stop(StopReason::Normal)),
+            };
+            if let Some(exit) = exit {
+                return exit;
+            }
+        }
+    }
+
+    async fn drain_system(&mut self) -> Option<Exit> {
+        while let Some(sys) = self.deferred.pop_front() {
+            if let Some(exit) = self.handle_system(sys).await {
+                return Some(exit);
+            }
+        }
+        while let Ok(sys) = self.mailbox.system.try_recv() {
+            if let Some(exit) = self.handle_system(sys).await {
+                return Some(exit);
+            }
+        }
+        None
+    }
+
+    async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
+        match self.track_watchers(msg)? {
+            SystemMsg::Stop(reason) => Some(Exit::Stop(reason)),
+            SystemMsg::ChildTerminated(child) => {
+                self.child_gone(&child);
+                None
+            }
+            SystemMsg::Failed { child, error } => self.supervise_child(child, error).await,
+            SystemMsg::Directive {
+                directive,
+                cause,
+                delay,
+            } => match directive {
+                Directive::Restart => Some(Exit::Restart { cause, delay }),
+                Directive::Stop | Directive::Escalate => {
+                    Some(Exit::Stop(StopReason::Failure(cause)))
+                }
+                Directive::Resume => None,
+            },
+            SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => None,
+            SystemMsg::Upgrade(request) => self.upgrade(request).await,
+        }
+    }
+
+    /// Swaps this actor to another version of its module (see `deploy::upgrade`). The old
+    /// instance stays in place until the new one has taken the state (or started); if anything
+    /// fails, the new one is dropped and the old one serves on.
+    async fn upgrade(&mut self, request: UpgradeRequest) -> Option<Exit> {
+        let began = Instant::now();
+        let Some(module) = self
+            .modules
+            .get_version(&request.name, &request.version)
+            .filter(|m| m.hash == request.hash)
+        else {
+            request.answer(Outcome::Failed(
+                "that version is no longer deployed as it was".into(),
+            ));
+            return None;
+        };
+        if module.hash == self.module.hash && module.version == self.module.version {
+            request.answer(Outcome::Unchanged);
+            return None;
+        }
+        let Some(old) = self.instance.as_mut().filter(|i| !i.poisoned) else {
+            request.answer(Outcome::Failed("the actor has no live instance".into()));
+            return None;
+        };
+        // 1. The state, if both versions speak the upgrade hooks.
+        let carried = if old.upgradable() && module.upgrade.is_some() {
+            match old.save_state().await {
+                Ok(state) => state,
+                Err(failure) => {
+                    request.answer(Outcome::Failed(format!(
+                        "the old version failed: {failure}"
+                    )));
+                    self.abandon_step(None);
+                    return Some(Exit::Failed(failure));
+                }
+            }
+        } else {
+            None
+        };
+        if let Err(failure) = self.settle(None).await {
+            request.answer(Outcome::Failed(format!(
+                "the old version failed: {failure}"
+            )));
+            return Some(Exit::Failed(failure));
+        }
+        // 2. The new version, in a fresh sandbox with this actor's bookkeeping.
+        let successor = match self.instance.as_mut() {
+            Some(old) => {
+                let old = old.state();
+                let core = old.core.successor();
+                let caps = self.caps.states(&core, Origin::Upgraded { old: &old.caps });
+                ActorState {
+                    core,
+                    caps,
+                    set: self.caps.clone(),
+                }
+            }
+            None => {
+                request.answer(Outcome::Failed("the actor has no live instance".into()));
+                return None;
+            }
+        };
+        let migrated = carried.is_some();
+        let mut new = match ActorInstance::new(&module, successor).await {
+            Ok(new) => new,
+            Err(Stillborn { failure, .. }) => {
+                request.answer(Outcome::Failed(format!(
+                    "the new version failed to instantiate: {failure}"
+                )));
+                return None;
+            }
+        };
+        let taken = match carried {
+            Some(state) => new.migrate(&self.module.version, state).await,
+            None => new.start(&self.init).await,
+        };
+        if let Err(failure) = taken {
+            let what = if migrated {
+                "refused the state"
+            } else {
+                "failed to start"
+            };
+            self.drop_successor(new);
+            request.answer(Outcome::Failed(format!(
+                "the new version {what}: {failure}"
+            )));
+            return None;
+        }
+        // 3. Swap, then commit what the new version did while taking over.
+        let old = self.instance.replace(new);
+        self.module = module.clone();
+        self.me.set_version(module.version.clone());
+        drop(old);
+        let settled = self.settle(None).await;
+        tracing::info!(version = %module.version, migrated, pause_us = began.elapsed().as_micros() as u64, "upgraded");
+        request.answer(Outcome::Upgraded {
+            migrated,
+            pause: began.elapsed(),
+        });
+        settled.err().map(Exit::Failed)
+    }
+
+    /// Drops a new instance that did not take over: what it held back is discarded, and
+    /// children it spawned (the old instance does not know them) are stopped.
+    fn drop_successor(&mut self, mut new: ActorInstance) {
+        abandon_step(&self.caps, &mut new);
+        let known: HashSet<String> = self
+            .instance
+            .as_mut()
+            .map(|old| old.state().core.children.keys().cloned().collect())
+            .unwrap_or_default();
+        for (name, child) in &new.state().core.children {
+            if !known.contains(name) {
+                child.signal(SystemMsg::Stop(StopReason::Normal));
+            }
+        }
+    }
+
+    /// Applies a watch or unwatch to this actor's watchers; gives back any other message.
+    fn track_watchers(&mut self, msg: SystemMsg) -> Option<SystemMsg> {
+        match msg {
+            SystemMsg::Watch(watcher) => {
+                self.watchers.insert(watcher);
+                None
+            }
+            SystemMsg::Unwatch(watcher) => {
+                self.watchers.remove(&watcher);
+                None
+            }
+            other => Some(other),
+        }
+    }
+
+    fn child_gone(&mut self, child: &Address) {
+        let name = child.path.name();
+        if let Some(state) = self.state()
+            && state
+                .core
+                .children
+                .get(name)
+                .is_some_and(|c| c.address.incarnation == child.incarnation)
+        {
+            state.core.children.remove(name);
+            state.core.supervisor.forget(name);
+        }
+    }
+
+    /// Applies this actor's strategy to a failed child.
+    async fn supervise_child(&mut self, child: Address, error: String) -> Option<Exit> {
+        let instance = self.instance.as_mut()?;
+        let name = child.path.name().to_owned();
+        let failed = instance
+            .state()
+            .core
+            .children
+            .get(&name)
+            .filter(|c| c.address.incarnation == child.incarnation)
+            .cloned()?;
+        let chosen = match instance.supervise(&child, &error).await {
+            Ok(chosen) => chosen,
+            Err(failure) => {
+                self.abandon_step(None);
+                return Some(Exit::Failed(failure));
+            }
+        };
+        if let Err(failure) = self.settle(None).await {
+            return Some(Exit::Failed(failure));
+        }
+        let instance = self.instance.as_mut()?;
+        let core = &mut instance.state().core;
+        let scope = core.supervisor.strategy.scope;
+        let decision = core.supervisor.decide(&name, chosen, Instant::now());
+        tracing::info!(child = %child, directive = ?decision.directive, ?scope, %error, "supervising a failed child");
+        self.kernel
+            .guardian
+            .publish(&child, &error, decision.directive);
+        let siblings: Vec<ActorRef> = match scope {
+            Scope::OneForOne => Vec::new(),
+            Scope::AllForOne => core
+                .children
+                .values()
+                .filter(|c| c.address != child)
+                .cloned()
+                .collect(),
+        };
+        let directive = |directive, cause: String| SystemMsg::Directive {
+            directive,
+            delay: decision.delay,
+            cause,
+        };
+        match decision.directive {
+            Directive::Escalate => {
+                self.escalated.push(failed);
+                return Some(Exit::Failed(Failure::Error(format!(
+                    "escalated: child {child} failed: {error}"
+                ))));
+            }
+            Directive::Resume => {
+                failed.signal(directive(Directive::Resume, error));
+            }
+            Directive::Restart => {
+                for sibling in &siblings {
+                    sibling.signal(directive(
+                        Directive::Restart,
+                        format!("sibling {child} failed: {error}"),
+                    ));
+                }
+                failed.signal(directive(Directive::Restart, error));
+            }
+            Directive::Stop => {
+                for sibling in &siblings {
+                    sibling.signal(SystemMsg::Stop(StopReason::Normal));
+                }
+                failed.signal(directive(Directive::Stop, error));
+            }
+        }
+        None
+    }
+
+    async fn handle_user(&mut self, msg: UserMsg) -> Option<Exit> {
+        let mut envelope = match msg {
+            UserMsg::Message(envelope) => envelope,
+            UserMsg::PoisonPill => return Some(Exit::Stop(StopReason::Normal)),
+        };
+        let instance = self.instance.as_mut()?;
+        if envelope.kind.starts_with("mote.")
+            && !self.caps.admit(&mut instance.state().caps, &envelope)
+        {
+            self.kernel.settle(envelope.receipt.take());
+            return None;
+        }
+        let receipt = envelope.receipt.take();
+        if let Err(failure) = instance.receive(envelope).await {
+            self.abandon_step(receipt);
+            return Some(Exit::Failed(failure));
+        }
+        if let Err(failure) = self.settle(receipt).await {
+            return Some(Exit::Failed(failure));
+        }
+        self.state()?
+            .core
+            .stop_requested
+            .then_some(Exit::Stop(StopReason::Normal))
+    }
+
+    /// Reports the failure and waits for the decision, serving only system messages.
+    async fn await_directive(&mut self, error: String) -> Verdict {
+        self.kernel
+            .report_failure(&self.me, self.parent.as_ref(), error);
+        loop {
+            let Some(msg) = self.mailbox.system.recv().await else {
+                return Verdict::Stop(StopReason::Normal);
+            };
+            let Some(msg) = self.track_watchers(msg) else {
+                continue;
+            };
+            match msg {
+                SystemMsg::Directive {
+                    directive,
+                    delay,
+                    cause,
+                } => {
+                    return match directive {
+                        Directive::Resume => Verdict::Resume,
+                        Directive::Restart => Verdict::Restart(delay),
+                        Directive::Stop | Directive::Escalate => {
+                            Verdict::Stop(StopReason::Failure(cause))
+                        }
+                    };
+                }
+                SystemMsg::Stop(reason) => return Verdict::Stop(reason),
+                SystemMsg::ChildTerminated(child) => self.child_gone(&child),
+                failed @ SystemMsg::Failed { .. } => self.deferred.push_back(failed),
+                SystemMsg::Upgrade(request) => request.answer(Outcome::Failed(
+                    "the actor has failed and waits for its supervisor".into(),
+                )),
+                SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => {}
+            }
+        }
+    }
+
+    /// Takes down the old instance (children first) and waits out the backoff. Returns a stop
+    /// reason if the actor was stopped meanwhile.
+    async fn prepare_restart(&mut self, cause: &str, delay: Duration) -> Option<StopReason> {
+        match self.instance.as_mut() {
+            Some(instance) => self
+                .caps
+                .restarting(&self.me.address, &mut instance.state().caps),
+            None => {
+                if let Some(states) = self.carried.as_mut() {
+                    self.caps.restarting(&self.me.address, states);
+                }
+            }
+        }
+        self.deferred.clear();
+        self.escalated.clear();
+        let mut stopped = None;
+        if let Some(mut instance) = self.instance.take() {
+            instance.state().core.stopping = true;
+            stopped = self
+                .stop_children(&mut instance, StopReason::ParentFailure(cause.to_owned()))
+                .await;
+            if !instance.poisoned {
+                let stopped = instance
+                    .stopping(&StopReason::Failure(cause.to_owned()))
+                    .await;
+                self.settle_final(
+                    &mut instance,
+                    stopped,
+                    "stopping hook failed during restart",
+                )
+                .await;
+            }
+            self.carried = Some(instance.into_state().caps);
+        }
+        if stopped.is_some() || delay.is_zero() {
+            return stopped;
+        }
+        let sleep = tokio::time::sleep(delay);
+        tokio::pin!(sleep);
+        loop {
+            let msg = tokio::select! {
+                _ = &mut sleep => return None,
+                msg = self.mailbox.system.recv() => msg,
+            };
+            let Some(msg) = msg else {
+                return Some(StopReason::Normal);
+            };
+            match self.track_watchers(msg) {
+                Some(SystemMsg::Stop(reason)) => return Some(reason),
+                Some(SystemMsg::Directive {
+                    directive: Directive::Stop,
+                    cause,
+                    ..
+                }) => return Some(StopReason::Failure(cause)),
+                _ => {}
+            }
+        }
+    }
+
+    /// Stops every child with `reason` and waits until each has terminated. Returns a stop
+    /// reason that arrived for this actor meanwhile.
+    async fn stop_children(
+        &mut self,
+        instance: &mut ActorInstance,
+        reason: StopReason,
+    ) -> Option<StopReason> {
+        for child in instance.state().core.children.values() {
+            child.signal(SystemMsg::Stop(reason.clone()));
+        }
+        let mut stopped = None;
+        while !instance.state().core.children.is_empty() {
+            let Some(msg) = self.mailbox.system.recv().await else {
+                break;
+            };
+            match self.track_watchers(msg) {
+                Some(SystemMsg::ChildTerminated(child)) => {
+                    instance.state().core.children.remove(child.path.name());
+                }
+                Some(SystemMsg::Stop(r)) => stopped = stopped.or(Some(r)),
+                Some(SystemMsg::Directive {
+                    directive: Directive::Stop,
+                    cause,
+                    ..
+                }) => stopped = stopped.or(Some(StopReason::Failure(cause))),
+                _ => {}
+            }
+        }
+        stopped
+    }
+
+    /// Stops the children, runs `stopping`, releases the path, tells watchers and the parent.
+    async fn terminate(&mut self, reason: StopReason) {
+        let mut last = self.carried.take();
+        if let Some(mut instance) = self.instance.take() {
+            instance.state().core.stopping = true;
+            self.stop_children(&mut instance, reason.for_children())
+                .await;
+            if !instance.poisoned && !self.passivated {
+                let stopped = instance.stopping(&reason).await;
+                self.settle_final(&mut instance, stopped, "stopping hook failed")
+                    .await;
+            }
+            last = Some(instance.into_state().caps);
+        }
+        let kernel = self.kernel.clone();
+        let me = self.me.address.clone();
+        self.caps.stopped(&kernel, &me, last.as_mut());
+        kernel.registry.remove(&me);
+        self.mailbox.user.close();
+        while let Ok(msg) = self.mailbox.try_next() {
+            // A death notice for a watcher that is itself gone informs no one: drop it.
+            if let UserMsg::Message(envelope) = msg
+                && envelope.kind != TERMINATED_KIND
+            {
+                kernel.dead_letter(envelope, me.to_string(), DeadLetterReason::Stopped);
+            }
+        }
+        // After closing, a new watch fails to queue and the watcher is told at once instead.
+        self.mailbox.system.close();
+        while let Ok(msg) = self.mailbox.system.try_recv() {
+            self.track_watchers(msg);
+        }
+        for watcher in self.watchers.drain() {
+            kernel.notify_terminated(&watcher, &me);
+        }
+        tracing::debug!(%reason, "actor terminated");
+        self.me.lifeline.mark_terminated();
+        kernel.child_terminated(self.parent.as_ref(), &me);
+    }
+}
+
+impl Cell {
+    /// Commits (or drops) the step of a `stopping` call on an instance already taken out of
+    /// the cell.
+    async fn settle_final(
+        &mut self,
+        instance: &mut ActorInstance,
+        stopped: Result<(), Failure>,
+        what: &'static str,
+    ) {
+        match stopped {
+            Ok(()) => {
+                if let Err(failure) = commit_step(&self.kernel, &self.caps, instance, None).await {
+                    tracing::error!(%failure, "the final step could not be committed");
+                }
+            }
+            Err(failure) => {
+                tracing::warn!(%failure, "{what}");
+                abandon_step(&self.caps, instance);
+            }
+        }
+    }
+}
+
+/// Seals the step of `instance`'s last call, commits what the capabilities must write, then
+/// releases its effects; on a failed commit the effects are discarded and the instance is
+/// poisoned. What was `consumed` is acknowledged with the step, or else settled lazily.
+async fn commit_step(
+    kernel: &Arc<Kernel>,
+    caps: &Caps,
+    instance: &mut ActorInstance,
+    consumed: Option<Receipt>,
+) -> Result<(), Failure> {
+    let state = instance.state();
+    let mut consumed = consumed;
+    let commits = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
+    kernel.settle(consumed);
+    let effects = state.core.step.take();
+    for commit in commits {
+        if let Err(error) = commit.await {
+            step::discard(effects);
+            instance.poisoned = true;
+            return Err(Failure::Trap(crate::error::chain(error.as_ref())));
+        }
+    }
+    step::release(kernel, effects);
+    Ok(())
+}
+
+/// Drops what the last call of `instance` prepared: nothing is written, held-back effects
+/// are discarded.
+fn abandon_step(caps: &Caps, instance: &mut ActorInstance) {
+    let state = instance.state();
+    caps.abandon(&mut state.caps);
+    step::discard(state.core.step.take());
+}
+
+/// Resolves after `idle`, or never.
+async fn idle_for(idle: Option<Duration>) {
+    match idle {
+        Some(idle) => tokio::time::sleep(idle).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,182 @@
+//! What every capability sees of the actor that calls it: its address and parent, its children
+//! and how it supervises them, the step its current call builds, and its sandbox meter.
+//!
+//! The verbs every actor has (send, spawn a child, stop a descendant) live here, once, for all
+//! the interfaces that offer them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::mailbox::ActorRef;
+use super::step::Step;
+use super::supervisor::Supervisor;
+use crate::address::Address;
+use crate::error::{AddressError, SpawnError};
+use crate::kernel::Kernel;
+use crate::kernel::spawn::{Limits, SpawnRequest};
+use crate::message::Envelope;
+use crate::sandbox::meter::{Meter, Usage};
+
+/// The core of one actor instance's store data.
+pub(crate) struct ActorCore {
+    pub(crate) kernel: Arc<Kernel>,
+    pub(crate) me: Address,
+    pub(crate) parent: Option<Address>,
+    pub(crate) limits: Limits,
+    /// Live children by name; the cell removes them as they terminate.
+    pub(crate) children: BTreeMap<String, ActorRef>,
+    /// How this actor supervises its children.
+    pub(crate) supervisor: Supervisor,
+    /// Set when the actor asked to stop itself: it stops after the current call.
+    pub(crate) stop_requested: bool,
+    /// Set while `stopping` runs and after: no new children.
+    pub(crate) stopping: bool,
+    /// The effects of the current call.
+    pub(crate) step: Step,
+    pub(crate) meter: Meter,
+}
+
+/// A message body past the host's size limit (its size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooLarge(pub(crate) usize);
+
+/// Why a child was not spawned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ChildRefused {
+    /// The parent is stopping.
+    Stopping,
+    /// The name is not a valid actor name.
+    InvalidName(AddressError),
+    /// A live child has that name.
+    NameTaken(String),
+    /// The kernel refused the spawn.
+    Spawn(SpawnError),
+}
+
+impl ActorCore {
+    /// The core of a fresh instance of the actor at `me`.
+    pub(crate) fn new(
+        kernel: Arc<Kernel>,
+        me: Address,
+        parent: Option<Address>,
+        limits: Limits,
+        usage: Arc<Usage>,
+    ) -> Self {
+        let config = &kernel.config;
+        let slice = config
+            .epoch_tick
+            .saturating_mul(u32::try_from(config.time_slice_ticks).unwrap_or(u32::MAX));
+        let meter = Meter::new(limits.memory, limits.cpu_deadline, slice, usage);
+        ActorCore {
+            kernel,
+            me,
+            parent,
+            limits,
+            children: BTreeMap::new(),
+            supervisor: Supervisor::default(),
+            stop_requested: false,
+            stopping: false,
+            step: Step::default(),
+            meter,
+        }
+    }
+
+    /// The core for a new version of this actor (an upgrade): the same address, parent, limits,
+    /// children and supervision, an empty step that holds if this one does, a fresh meter.
+    pub(crate) fn successor(&self) -> ActorCore {
+        let mut next = ActorCore::new(
+            self.kernel.clone(),
+            self.me.clone(),
+            self.parent.clone(),
+            self.limits,
+            self.meter.usage.clone(),
+        );
+        next.children = self.children.clone();
+        next.supervisor = self.supervisor.clone();
+        next.step = Step::held(self.step.holds());
+        next
+    }
+
+    /// A message from this actor, within the host's size limit.
+    pub(crate) fn envelope(&self, kind: String, body: Vec<u8>) -> Result<Envelope, TooLarge> {
+        if body.len() > self.kernel.config.max_message_bytes {
+            return Err(TooLarge(body.len()));
+        }
+        Ok(Envelope::new(Some(self.me.clone()), kind, body))
+    }
+
+    /// Sends `envelope` now, or when the step commits.
+    pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
+        self.step.send(&self.kernel, path, incarnation, envelope);
+    }
+
+    /// Sends a copy of `envelope` to each member; returns how many.
+    pub(crate) fn send_all(&mut self, members: Vec<Address>, envelope: &Envelope) -> u32 {
+        let count = u32::try_from(members.len()).unwrap_or(u32::MAX);
+        for member in members {
+            self.send(
+                member.path.as_str(),
+                Some(member.incarnation),
+                envelope.clone(),
+            );
+        }
+        count
+    }
+
+    /// Spawns a child named `name`; its task starts now, or when the step commits.
+    pub(crate) fn spawn_child(
+        &mut self,
+        name: &str,
+        module: String,
+        init: Vec<u8>,
+        limits: Limits,
+    ) -> Result<Address, ChildRefused> {
+        if self.stopping {
+            return Err(ChildRefused::Stopping);
+        }
+        let path = self
+            .me
+            .path
+            .child(name)
+            .map_err(ChildRefused::InvalidName)?;
+        if self.children.contains_key(name) {
+            return Err(ChildRefused::NameTaken(path.to_string()));
+        }
+        let spawned = self
+            .kernel
+            .spawn(SpawnRequest {
+                path,
+                module,
+                init,
+                parent: Some(self.me.clone()),
+                limits,
+                passivate_after: None,
+            })
+            .map_err(ChildRefused::Spawn)?;
+        let address = spawned.actor.address.clone();
+        self.children.insert(name.to_owned(), spawned.actor);
+        self.step.start(spawned.task);
+        Ok(address)
+    }
+
+    /// Stops this actor (after the current call) or one of its descendants; anything else is
+    /// refused (false).
+    pub(crate) fn stop(&mut self, path: &str, incarnation: u64) -> bool {
+        if path == self.me.path.as_str() && incarnation == self.me.incarnation {
+            self.stop_requested = true;
+            return true;
+        }
+        let descendant = crate::address::ActorPath::parse(path)
+            .map(|p| p.is_descendant_of(&self.me.path))
+            .unwrap_or(false);
+        if !descendant {
+            return false;
+        }
+        if let Some(actor) = self.kernel.registry.get(path)
+            && actor.address.incarnation == incarnation
+        {
+            self.step.stop(actor);
+        }
+        true
+    }
+}

@@ -1,0 +1,262 @@
+//! One live wasm instance of an actor: its `Store` (whose data is the actor's core and its
+//! capabilities' states), the exports it calls, and the limits every call runs under.
+//!
+//! Invariants:
+//! - Every call starts with a fresh CPU budget and is charged to the actor's meter, one time
+//!   slice per epoch tick; past the deadline the call traps.
+//! - A call that trapped poisons the instance: it is never entered again.
+
+use std::sync::Arc;
+
+use wasmtime::component::TypedFunc;
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::actor::supervisor::Directive;
+use crate::address::Address;
+use crate::caps::ActorState;
+use crate::deploy::modules::Module;
+use crate::message::{Envelope, StopReason};
+use crate::sandbox::bindings::{
+    ActorWorld, WitAddress, WitDirective, WitMessage, from_wit_directive, to_wit_address,
+    to_wit_stop_reason,
+};
+use crate::sandbox::meter::{Usage, metered};
+
+/// A failure of a guest call.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The guest trapped (or hit a limit); its instance can no longer be entered.
+    Trap(String),
+    /// The guest returned an error; the instance is still usable.
+    Error(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Trap(e) => write!(f, "trap: {e}"),
+            Failure::Error(e) => write!(f, "error: {e}"),
+        }
+    }
+}
+
+/// An instance that could not be created, and the store data it was to run with.
+pub(crate) struct Stillborn {
+    pub(crate) failure: Failure,
+    pub(crate) state: Box<ActorState>,
+}
+
+type SuperviseFunc = TypedFunc<(WitAddress, String), (Option<WitDirective>,)>;
+type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
+type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
+
+/// A live wasm instance of one actor.
+pub(crate) struct ActorInstance {
+    store: Store<ActorState>,
+    bindings: ActorWorld,
+    supervise: Option<SuperviseFunc>,
+    upgrade: Option<(SaveStateFunc, MigrateFunc)>,
+    usage: Arc<Usage>,
+    slice_ticks: u64,
+    epochs: bool,
+    /// Set once a call trapped: the instance can no longer be entered.
+    pub(crate) poisoned: bool,
+}
+
+impl ActorInstance {
+    /// Instantiates `module` in a fresh store; on failure the store data comes back.
+    pub(crate) async fn new(module: &Module, state: ActorState) -> Result<Self, Stillborn> {
+        let engine = module.pre.engine().clone();
+        let config = &state.core.kernel.config;
+        let (slice_ticks, epochs) = (config.time_slice_ticks, config.epoch_interruption);
+        let usage = state.core.meter.usage.clone();
+        let mut store = Store::new(&engine, state);
+        store.limiter(|state| &mut state.core.meter);
+        if epochs {
+            // Every time slice the guest yields to the scheduler; past its CPU deadline it fails.
+            store.epoch_deadline_callback(move |mut ctx| {
+                ctx.data_mut().core.meter.charge_slice()?;
+                Ok(UpdateDeadline::Yield(slice_ticks))
+            });
+            store.set_epoch_deadline(slice_ticks);
+        }
+        let failed = |store: Store<ActorState>, what: &str, e: wasmtime::Error| Stillborn {
+            failure: Failure::Trap(format!("{what}: {e:#}")),
+            state: Box::new(store.into_data()),
+        };
+        let instance = match module
+            .pre
+            .instance_pre()
+            .instantiate_async(&mut store)
+            .await
+        {
+            Ok(instance) => instance,
+            Err(e) => return Err(failed(store, "instantiation failed", e)),
+        };
+        let bindings = match ActorWorld::new(&mut store, &instance) {
+            Ok(bindings) => bindings,
+            Err(e) => return Err(failed(store, "instantiation failed", e)),
+        };
+        let supervise = match module.supervise {
+            Some(index) => match instance.get_typed_func(&mut store, index) {
+                Ok(func) => Some(func),
+                Err(e) => return Err(failed(store, "bad supervise export", e)),
+            },
+            None => None,
+        };
+        let upgrade = match module.upgrade {
+            Some(exports) => {
+                let save = match instance.get_typed_func(&mut store, exports.save_state) {
+                    Ok(func) => func,
+                    Err(e) => return Err(failed(store, "bad save-state export", e)),
+                };
+                let migrate = match instance.get_typed_func(&mut store, exports.migrate) {
+                    Ok(func) => func,
+                    Err(e) => return Err(failed(store, "bad migrate export", e)),
+                };
+                Some((save, migrate))
+            }
+            None => None,
+        };
+        Ok(ActorInstance {
+            store,
+            bindings,
+            supervise,
+            upgrade,
+            usage,
+            slice_ticks,
+            epochs,
+            poisoned: false,
+        })
+    }
+
+    /// The store data.
+    pub(crate) fn state(&mut self) -> &mut ActorState {
+        self.store.data_mut()
+    }
+
+    /// Ends the instance, keeping its store data.
+    pub(crate) fn into_state(self) -> ActorState {
+        self.store.into_data()
+    }
+
+    fn begin_call(&mut self) {
+        self.store.data_mut().core.meter.begin_call();
+        if self.epochs {
+            self.store.set_epoch_deadline(self.slice_ticks);
+        }
+    }
+
+    pub(crate) async fn start(&mut self, init: &[u8]) -> Result<(), Failure> {
+        self.begin_call();
+        let result = metered(
+            self.bindings
+                .mote_actor_actor()
+                .call_start(&mut self.store, init),
+            &self.usage,
+        )
+        .await;
+        self.flatten(result)
+    }
+
+    pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<(), Failure> {
+        self.begin_call();
+        let msg = WitMessage {
+            sender: envelope.sender.map(to_wit_address),
+            kind: envelope.kind,
+            body: envelope.body,
+        };
+        let result = metered(
+            self.bindings
+                .mote_actor_actor()
+                .call_receive(&mut self.store, &msg),
+            &self.usage,
+        )
+        .await;
+        self.flatten(result)
+    }
+
+    pub(crate) async fn stopping(&mut self, reason: &StopReason) -> Result<(), Failure> {
+        self.begin_call();
+        let reason = to_wit_stop_reason(reason);
+        let result = metered(
+            self.bindings
+                .mote_actor_actor()
+                .call_stopping(&mut self.store, &reason),
+            &self.usage,
+        )
+        .await;
+        self.flatten(result.map(Ok))
+    }
+
+    /// Asks the optional `supervise` export; `Ok(None)` if it is absent or defers.
+    pub(crate) async fn supervise(
+        &mut self,
+        child: &Address,
+        error: &str,
+    ) -> Result<Option<Directive>, Failure> {
+        let Some(func) = self.supervise else {
+            return Ok(None);
+        };
+        self.begin_call();
+        let args = (to_wit_address(child.clone()), error.to_owned());
+        match metered(func.call_async(&mut self.store, args), &self.usage).await {
+            Ok((directive,)) => Ok(directive.map(from_wit_directive)),
+            Err(trap) => {
+                self.poisoned = true;
+                Err(Failure::Trap(format!("supervise: {}", trap.root_cause())))
+            }
+        }
+    }
+
+    /// Whether this instance exports the `upgrade` state hooks.
+    pub(crate) fn upgradable(&self) -> bool {
+        self.upgrade.is_some()
+    }
+
+    /// Asks the instance for the state to carry into a new version (`None` without the hooks).
+    pub(crate) async fn save_state(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        let Some((save, _)) = self.upgrade else {
+            return Ok(None);
+        };
+        self.begin_call();
+        match metered(save.call_async(&mut self.store, ()), &self.usage).await {
+            Ok((state,)) => Ok(state),
+            Err(trap) => {
+                self.poisoned = true;
+                Err(Failure::Trap(format!("save-state: {}", trap.root_cause())))
+            }
+        }
+    }
+
+    /// Hands the state of an old version to this (new) instance, instead of `start`.
+    pub(crate) async fn migrate(&mut self, from: &str, state: Vec<u8>) -> Result<(), Failure> {
+        let Some((_, migrate)) = self.upgrade else {
+            return Err(Failure::Error("the new version has no migrate hook".into()));
+        };
+        self.begin_call();
+        let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
+        let result = metered(call, &self.usage).await.map(|(r,)| r);
+        self.flatten(result)
+    }
+
+    fn flatten(&mut self, result: wasmtime::Result<Result<(), String>>) -> Result<(), Failure> {
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Failure::Error(e)),
+            Err(trap) => {
+                self.poisoned = true;
+                // The root cause names the trap; the wasm backtrace above it goes to the debug log.
+                tracing::debug!("guest trap: {trap:?}");
+                let text = match self.store.data().core.meter.memory_hit() {
+                    Some(limit) => format!(
+                        "memory limit of {limit} bytes exceeded ({})",
+                        trap.root_cause()
+                    ),
+                    None => trap.root_cause().to_string(),
+                };
+                Err(Failure::Trap(text))
+            }
+        }
+    }
+}

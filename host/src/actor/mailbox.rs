@@ -1,0 +1,384 @@
+//! Mailboxes: two lanes per actor and the handle (`ActorRef`) that senders hold.
+//!
+//! Invariants:
+//! - The system lane (stop, failures, directives, watch) is always served before the user lane.
+//! - Per sender->receiver pair, user messages arrive in send order (one FIFO channel per actor).
+//! - The user lane holds at most `capacity` messages; a send beyond that is refused, and the
+//!   sender learns it (a dead letter from an actor, an error from the API). Host messages
+//!   (`mote.terminated`) are exempt so a full mailbox cannot swallow them.
+//! - A message is never dropped silently: once the owning cell stops it closes the user lane and
+//!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
+//!   dead letter too.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::supervisor::Directive;
+use crate::address::Address;
+use crate::message::{Envelope, StopReason};
+
+/// What travels on the user lane.
+#[derive(Debug)]
+pub(crate) enum UserMsg {
+    /// An ordinary message for `receive`.
+    Message(Envelope),
+    /// Stop once everything queued before it has been handled.
+    PoisonPill,
+}
+
+/// What travels on the system lane.
+#[derive(Debug)]
+pub(crate) enum SystemMsg {
+    /// Stop after the current message.
+    Stop(StopReason),
+    /// A child finished stopping.
+    ChildTerminated(Address),
+    /// A child failed and waits for its parent's directive.
+    Failed { child: Address, error: String },
+    /// The parent's decision about this actor (resume, restart after `delay`, or stop).
+    Directive {
+        directive: Directive,
+        delay: Duration,
+        cause: String,
+    },
+    /// Another actor watches this one.
+    Watch(Address),
+    /// Another actor no longer watches this one.
+    Unwatch(Address),
+    /// Swap to another version of the module, after the current message.
+    Upgrade(UpgradeRequest),
+}
+
+/// A request to run another version of the actor's module (see `deploy::upgrade`).
+pub(crate) struct UpgradeRequest {
+    /// The module's name.
+    pub(crate) name: Arc<str>,
+    /// The version to run.
+    pub(crate) version: Arc<str>,
+    /// The content hash of that version when the request was made: a version replaced since
+    /// is not run.
+    pub(crate) hash: Arc<str>,
+    pub(crate) reply: oneshot::Sender<UpgradeOutcome>,
+}
+
+impl std::fmt::Debug for UpgradeRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpgradeRequest")
+            .field("module", &self.name)
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl UpgradeRequest {
+    /// Answers the requester (who may have given up waiting).
+    pub(crate) fn answer(self, outcome: UpgradeOutcome) {
+        let _ = self.reply.send(outcome);
+    }
+}
+
+/// One actor's answer to an upgrade request.
+#[derive(Debug)]
+pub(crate) enum UpgradeOutcome {
+    /// It runs the new version; `migrated` if its state was carried.
+    Upgraded { migrated: bool, pause: Duration },
+    /// It already ran that version.
+    Unchanged,
+    /// It keeps its old version, for this reason.
+    Failed(String),
+}
+
+/// Fires once when an actor incarnation has fully terminated.
+#[derive(Debug, Default)]
+pub(crate) struct Lifeline {
+    done: AtomicBool,
+    notify: Notify,
+}
+
+impl Lifeline {
+    pub(crate) fn mark_terminated(&self) {
+        self.done.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(crate) async fn terminated(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_terminated() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Why a user message was not queued; the message comes back.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The mailbox is at capacity.
+    Full(Envelope),
+    /// The actor has stopped.
+    Closed(Envelope),
+}
+
+/// What a mailbox's owner runs: a module's name and the version it runs now (an upgrade changes
+/// the version).
+pub(crate) type Labels = (Arc<str>, Arc<str>);
+
+/// A handle to a live actor's mailbox, held by the registry, its parent and anyone who sends.
+#[derive(Clone, Debug)]
+pub(crate) struct ActorRef {
+    pub(crate) address: Address,
+    /// The module's name (`None` for probes and ask endpoints).
+    pub(crate) module: Option<Arc<str>>,
+    /// The module version the actor runs now; an upgrade changes it.
+    pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
+    pub(crate) user: mpsc::UnboundedSender<UserMsg>,
+    pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
+    pub(crate) lifeline: Arc<Lifeline>,
+    /// Messages queued on the user lane now.
+    pub(crate) depth: Arc<AtomicUsize>,
+    pub(crate) capacity: usize,
+}
+
+/// The receiving side, owned by the actor's cell.
+pub(crate) struct Mailbox {
+    pub(crate) user: mpsc::UnboundedReceiver<UserMsg>,
+    pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
+    pub(crate) depth: Arc<AtomicUsize>,
+}
+
+/// Creates a mailbox holding up to `capacity` user messages and the handle that feeds it.
+pub(crate) fn mailbox(
+    address: Address,
+    labels: Option<Labels>,
+    capacity: usize,
+) -> (ActorRef, Mailbox) {
+    let (user_tx, user_rx) = mpsc::unbounded_channel();
+    let (system_tx, system_rx) = mpsc::unbounded_channel();
+    let depth = Arc::new(AtomicUsize::new(0));
+    let handle = ActorRef {
+        address,
+        module: labels.as_ref().map(|(name, _)| name.clone()),
+        version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
+        user: user_tx,
+        system: Some(system_tx),
+        lifeline: Arc::default(),
+        depth: depth.clone(),
+        capacity,
+    };
+    (
+        handle,
+        Mailbox {
+            user: user_rx,
+            system: system_rx,
+            depth,
+        },
+    )
+}
+
+/// An endpoint for host code (a probe, an ask): unbounded user lane, no system lane.
+pub(crate) fn endpoint(address: Address) -> (ActorRef, Mailbox) {
+    let (mut handle, mailbox) = mailbox(address, None, usize::MAX);
+    handle.system = None;
+    (handle, mailbox)
+}
+
+impl ActorRef {
+    /// Records that this actor now runs `version` of its module.
+    pub(crate) fn set_version(&self, version: Arc<str>) {
+        if let Some(v) = &self.version {
+            *v.write().unwrap_or_else(|p| p.into_inner()) = version;
+        }
+    }
+
+    /// The module version this actor runs now.
+    pub(crate) fn running_version(&self) -> Option<Arc<str>> {
+        self.version
+            .as_ref()
+            .map(|v| v.read().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// Queues a user message within the mailbox's capacity.
+    pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {
+        if self.depth.fetch_add(1, Ordering::Relaxed) >= self.capacity {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refused::Full(envelope));
+        }
+        self.push(envelope)
+    }
+
+    /// Queues a host message, which no capacity limit refuses.
+    pub(crate) fn tell_host(&self, envelope: Envelope) -> Result<(), Refused> {
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        self.push(envelope)
+    }
+
+    fn push(&self, envelope: Envelope) -> Result<(), Refused> {
+        match self.user.send(UserMsg::Message(envelope)) {
+            Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
+                self.depth.fetch_sub(1, Ordering::Relaxed);
+                Err(Refused::Closed(envelope))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Queues a system message; false if the actor has stopped (or is not a cell).
+    pub(crate) fn signal(&self, msg: SystemMsg) -> bool {
+        self.system.as_ref().is_some_and(|tx| tx.send(msg).is_ok())
+    }
+}
+
+impl Mailbox {
+    /// Takes the next user message if one is queued.
+    pub(crate) fn try_next(&mut self) -> Result<UserMsg, mpsc::error::TryRecvError> {
+        let msg = self.user.try_recv()?;
+        self.took(&msg);
+        Ok(msg)
+    }
+
+    /// Waits for the next user message; `None` once every sender is gone.
+    pub(crate) async fn next(&mut self) -> Option<UserMsg> {
+        let msg = self.user.recv().await?;
+        self.took(&msg);
+        Some(msg)
+    }
+
+    pub(crate) fn took(&self, msg: &UserMsg) {
+        if matches!(msg, UserMsg::Message(_)) {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::ActorPath;
+    use proptest::prelude::*;
+
+    fn address() -> Address {
+        Address {
+            path: ActorPath::parse("/user/m").unwrap(),
+            incarnation: 1,
+        }
+    }
+
+    fn kind(msg: UserMsg) -> String {
+        match msg {
+            UserMsg::Message(e) => e.kind,
+            UserMsg::PoisonPill => "pill".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_full_mailbox_refuses_user_messages_but_not_host_messages() {
+        let (handle, mut mailbox) = mailbox(address(), None, 2);
+        assert!(handle.tell(Envelope::new(None, "1", Vec::new())).is_ok());
+        assert!(handle.tell(Envelope::new(None, "2", Vec::new())).is_ok());
+        assert!(matches!(
+            handle.tell(Envelope::new(None, "3", Vec::new())),
+            Err(Refused::Full(e)) if e.kind == "3"
+        ));
+        assert!(
+            handle
+                .tell_host(Envelope::new(None, "host", Vec::new()))
+                .is_ok()
+        );
+        assert_eq!(handle.depth.load(Ordering::Relaxed), 3);
+        let kinds: Vec<String> = (0..3).map(|_| kind(mailbox.try_next().unwrap())).collect();
+        assert_eq!(kinds, ["1", "2", "host"]);
+        assert_eq!(handle.depth.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_closed_mailbox_gives_the_message_back() {
+        let (handle, mut mailbox) = mailbox(address(), None, 10);
+        mailbox.user.close();
+        assert!(matches!(
+            handle.tell(Envelope::new(None, "late", Vec::new())),
+            Err(Refused::Closed(e)) if e.kind == "late"
+        ));
+        assert_eq!(handle.depth.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_system_lane_is_separate_and_endpoints_have_none() {
+        let (handle, mut mailbox) = mailbox(address(), None, 10);
+        assert!(handle.signal(SystemMsg::Stop(StopReason::Normal)));
+        assert!(
+            mailbox.try_next().is_err(),
+            "a signal is not a user message"
+        );
+        assert!(matches!(mailbox.system.try_recv(), Ok(SystemMsg::Stop(_))));
+        let (probe, _inbox) = endpoint(address());
+        assert!(!probe.signal(SystemMsg::Stop(StopReason::Normal)));
+    }
+
+    #[test]
+    fn labels_follow_an_upgrade() {
+        let labels = (Arc::from("m"), Arc::from("1"));
+        let (handle, _mailbox) = mailbox(address(), Some(labels), 1);
+        assert_eq!(handle.running_version().as_deref(), Some("1"));
+        handle.set_version(Arc::from("2"));
+        assert_eq!(handle.clone().running_version().as_deref(), Some("2"));
+    }
+
+    /// What a test sequence does to a mailbox.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Tell,
+        TellHost,
+        Take,
+    }
+
+    proptest! {
+        /// Against a model queue: user messages are refused exactly when `capacity` are
+        /// queued, host messages never are, everything comes out in the order it went in, and
+        /// the depth senders read is always the number queued.
+        #[test]
+        fn order_capacity_and_depth_match_a_model(
+            capacity in 1usize..8,
+            ops in proptest::collection::vec(
+                prop_oneof![Just(Op::Tell), Just(Op::TellHost), Just(Op::Take)],
+                0..64,
+            ),
+        ) {
+            let (handle, mut mailbox) = mailbox(address(), None, capacity);
+            let mut model = std::collections::VecDeque::new();
+            for (i, op) in ops.into_iter().enumerate() {
+                let kind = i.to_string();
+                match op {
+                    Op::Tell => {
+                        let accepted = handle.tell(Envelope::new(None, kind.clone(), Vec::new())).is_ok();
+                        prop_assert_eq!(accepted, model.len() < capacity);
+                        if accepted {
+                            model.push_back(kind);
+                        }
+                    }
+                    Op::TellHost => {
+                        prop_assert!(handle.tell_host(Envelope::new(None, kind.clone(), Vec::new())).is_ok());
+                        model.push_back(kind);
+                    }
+                    Op::Take => {
+                        let taken = mailbox.try_next().ok().map(kind_of);
+                        prop_assert_eq!(taken, model.pop_front());
+                    }
+                }
+                prop_assert_eq!(handle.depth.load(Ordering::Relaxed), model.len());
+            }
+        }
+    }
+
+    fn kind_of(msg: UserMsg) -> String {
+        kind(msg)
+    }
+}

@@ -1,0 +1,11 @@
+//! One actor: its mailbox, its core (what every capability sees of it), the step its calls
+//! build, the wasm instance it runs in, and the cell that runs its lifecycle and supervises its
+//! children.
+
+pub(crate) mod cell;
+pub(crate) mod core;
+pub(crate) mod instance;
+pub(crate) mod launch;
+pub(crate) mod mailbox;
+pub(crate) mod step;
+pub(crate) mod supervisor;

@@ -1,0 +1,120 @@
+//! `mote:actor/host` (and the shared `types`): the interface every actor has. Its own address
+//! and its parent's, sending to an address or a path, spawning a child, stopping itself or a
+//! descendant, and writing to the host's log.
+
+use wasmtime::component::Linker;
+
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::{ActorCore, ChildRefused, TooLarge};
+use crate::address::ActorPath;
+use crate::error::{AddressError, HostError, SpawnError};
+use crate::kernel::spawn::{Limits, SpawnOptions};
+use crate::sandbox::bindings::mote::actor::{host, types};
+use crate::sandbox::bindings::{LogLevel, WitAddress, WitSendError, WitSpawnError, to_wit_address};
+
+/// The capability behind the `host` interface. It keeps no state: everything it needs is the
+/// actor's core.
+pub(crate) struct Host;
+
+impl Capability for Host {
+    type State = ();
+    const IMPORTS: &'static [&'static str] = &["mote:actor/types@", "mote:actor/host@"];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Host)
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        types::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())?;
+        host::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
+}
+
+impl From<TooLarge> for WitSendError {
+    fn from(TooLarge(size): TooLarge) -> Self {
+        WitSendError::TooLarge(size as u64)
+    }
+}
+
+impl From<AddressError> for WitSendError {
+    fn from(e: AddressError) -> Self {
+        WitSendError::InvalidPath(e.to_string())
+    }
+}
+
+impl From<ChildRefused> for WitSpawnError {
+    fn from(refused: ChildRefused) -> Self {
+        match refused {
+            ChildRefused::Stopping => WitSpawnError::Stopping,
+            ChildRefused::InvalidName(e) => WitSpawnError::InvalidName(e.to_string()),
+            ChildRefused::NameTaken(path) | ChildRefused::Spawn(SpawnError::NameTaken(path)) => {
+                WitSpawnError::NameTaken(path)
+            }
+            ChildRefused::Spawn(SpawnError::UnknownModule(m)) => WitSpawnError::UnknownModule(m),
+            ChildRefused::Spawn(SpawnError::Address(a)) => {
+                WitSpawnError::InvalidName(a.to_string())
+            }
+            ChildRefused::Spawn(other) => WitSpawnError::Instantiation(other.to_string()),
+        }
+    }
+}
+
+impl types::Host for Call<'_, Host> {}
+
+impl host::Host for Call<'_, Host> {
+    fn self_address(&mut self) -> WitAddress {
+        to_wit_address(self.actor.me.clone())
+    }
+
+    fn parent(&mut self) -> Option<WitAddress> {
+        self.actor.parent.clone().map(to_wit_address)
+    }
+
+    fn tell(&mut self, to: WitAddress, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        let envelope = self.actor.envelope(kind, body)?;
+        self.actor.send(&to.path, Some(to.incarnation), envelope);
+        Ok(())
+    }
+
+    fn tell_path(&mut self, to: String, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        let envelope = self.actor.envelope(kind, body)?;
+        if to.starts_with('/') {
+            ActorPath::check(&to)?;
+            self.actor.send(&to, None, envelope);
+        } else {
+            let path = self.actor.me.path.select(&to)?;
+            self.actor.send(path.as_str(), None, envelope);
+        }
+        Ok(())
+    }
+
+    fn spawn(
+        &mut self,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+    ) -> Result<WitAddress, WitSpawnError> {
+        let limits = Limits::of(&self.actor.kernel.config, &SpawnOptions::default());
+        Ok(to_wit_address(
+            self.actor.spawn_child(&name, module, init, limits)?,
+        ))
+    }
+
+    fn stop(&mut self, target: WitAddress) {
+        if !self.actor.stop(&target.path, target.incarnation) {
+            tracing::warn!(target = %target.path, "stop ignored: an actor may stop only itself and its descendants");
+        }
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        match level {
+            LogLevel::Trace => tracing::trace!(target: "mote::guest", "{message}"),
+            LogLevel::Debug => tracing::debug!(target: "mote::guest", "{message}"),
+            LogLevel::Info => tracing::info!(target: "mote::guest", "{message}"),
+            LogLevel::Warn => tracing::warn!(target: "mote::guest", "{message}"),
+            LogLevel::Error => tracing::error!(target: "mote::guest", "{message}"),
+        }
+    }
+}

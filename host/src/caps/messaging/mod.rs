@@ -1,0 +1,279 @@
+//! `mote:actor/messaging`: delivery beyond one-to-one. Publish to a topic, send to the least
+//! loaded member of a group or to all of it, ask with a deadline, and dead letters as a topic
+//! (`/system/deadletters`).
+//!
+//! Invariants:
+//! - A publish reaches each subscriber through its own mailbox in call order, so one subscriber
+//!   sees a publisher's messages in publish order.
+//! - Members that stopped leave their topics and groups: eagerly when their cell terminates,
+//!   lazily when a delivery finds them gone. Subscriptions and memberships survive a restart.
+//! - A persistent actor's publish and group sends are resolved to members at the call and held
+//!   like any send of its step.
+
+pub(crate) mod ask;
+pub(crate) mod directory;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+
+use self::ask::{ASK_PREFIX, Answer};
+use self::directory::Directory;
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::address::{ActorPath, Address};
+use crate::error::HostError;
+use crate::kernel::Kernel;
+use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetterReason};
+use crate::message::Envelope;
+use crate::sandbox::bindings::mote::actor::messaging;
+use crate::sandbox::bindings::{WitAddress, WitSendError};
+
+/// The kind of a dead letter handed to a subscriber of `/system/deadletters`.
+pub const DEAD_LETTER_KIND: &str = "mote.deadletter";
+
+/// The capability behind the `messaging` interface.
+#[derive(Default)]
+pub(crate) struct Messaging {
+    pub(crate) topics: Directory,
+    pub(crate) groups: Directory,
+    /// Replies that reached an ask after it was resolved.
+    late_replies: AtomicU64,
+}
+
+impl Capability for Messaging {
+    type State = ();
+    const IMPORTS: &'static [&'static str] = &["mote:actor/messaging@"];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Messaging::default())
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        messaging::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
+
+    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut ()>) {
+        self.topics.remove_member(actor);
+        self.groups.remove_member(actor);
+    }
+
+    fn dead_letter(&self, kernel: &Arc<Kernel>, envelope: &Envelope, target: &str) {
+        if target.starts_with(ASK_PREFIX) {
+            self.late_replies.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.topics.is_empty(DEAD_LETTERS_PATH) {
+            return;
+        }
+        let letter = Envelope::new(
+            envelope.sender.clone(),
+            DEAD_LETTER_KIND,
+            encode_dead_letter(target, &envelope.kind, &envelope.body),
+        );
+        // A dead letter that cannot reach a subscriber is dropped, never dead-lettered again.
+        for member in self.topics.members(DEAD_LETTERS_PATH) {
+            if member.path.as_str() == target {
+                continue;
+            }
+            let _ = kernel.deliver(
+                member.path.as_str(),
+                Some(member.incarnation),
+                letter.clone(),
+            );
+        }
+    }
+}
+
+impl Messaging {
+    /// Sends to every subscriber of `topic`; returns how many it reached.
+    pub(crate) fn publish(&self, kernel: &Arc<Kernel>, topic: &str, envelope: Envelope) -> u32 {
+        fan_out(kernel, &self.topics, topic, &envelope)
+    }
+
+    /// Sends to every member of `group`; returns how many it reached.
+    pub(crate) fn broadcast_group(
+        &self,
+        kernel: &Arc<Kernel>,
+        group: &str,
+        envelope: Envelope,
+    ) -> u32 {
+        fan_out(kernel, &self.groups, group, &envelope)
+    }
+
+    /// Sends to the member of `group` with the shortest mailbox; false if none is alive.
+    pub(crate) fn tell_group(&self, kernel: &Arc<Kernel>, group: &str, envelope: Envelope) -> bool {
+        match self.least_loaded(kernel, group) {
+            Some(member) => deliver_to_member(kernel, &self.groups, group, &member, envelope),
+            None => false,
+        }
+    }
+
+    /// The live member of `group` with the shortest mailbox.
+    pub(crate) fn least_loaded(&self, kernel: &Kernel, group: &str) -> Option<Address> {
+        self.groups
+            .members(group)
+            .iter()
+            .filter_map(|m| {
+                kernel.registry.with(m.path.as_str(), |a| {
+                    a.filter(|a| a.address.incarnation == m.incarnation)
+                        .map(|a| (a.depth.load(Ordering::Relaxed), m))
+                })
+            })
+            .min_by_key(|(depth, _)| *depth)
+            .map(|(_, m)| m.clone())
+    }
+
+    /// Replies that arrived after their ask had been answered or had timed out.
+    pub(crate) fn late_replies(&self) -> u64 {
+        self.late_replies.load(Ordering::Relaxed)
+    }
+}
+
+fn fan_out(kernel: &Arc<Kernel>, directory: &Directory, name: &str, envelope: &Envelope) -> u32 {
+    let mut reached = 0;
+    for member in directory.members(name) {
+        if deliver_to_member(kernel, directory, name, &member, envelope.clone()) {
+            reached += 1;
+        }
+    }
+    reached
+}
+
+/// Delivers to one member; a member that has stopped leaves the set.
+fn deliver_to_member(
+    kernel: &Arc<Kernel>,
+    directory: &Directory,
+    name: &str,
+    member: &Address,
+    envelope: Envelope,
+) -> bool {
+    match kernel.deliver(member.path.as_str(), Some(member.incarnation), envelope) {
+        None => true,
+        Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
+            kernel.dead_letter(undelivered.envelope, undelivered.target, undelivered.reason);
+            false
+        }
+        Some(_) => {
+            directory.leave(name, member);
+            false
+        }
+    }
+}
+
+/// The body of a `mote.deadletter`: target, kind and body, each a LEB128 length plus bytes.
+pub fn encode_dead_letter(target: &str, kind: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(target.len() + kind.len() + body.len() + 12);
+    for field in [target.as_bytes(), kind.as_bytes(), body] {
+        let mut len = field.len();
+        loop {
+            let byte = (len & 0x7f) as u8;
+            len >>= 7;
+            if len == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+        out.extend_from_slice(field);
+    }
+    out
+}
+
+impl messaging::Host for Call<'_, Messaging> {
+    fn subscribe(&mut self, topic: String) {
+        self.cap.topics.join(&topic, &self.actor.me);
+    }
+
+    fn unsubscribe(&mut self, topic: String) {
+        self.cap.topics.leave(&topic, &self.actor.me);
+    }
+
+    fn publish(&mut self, topic: String, kind: String, body: Vec<u8>) -> Result<u32, WitSendError> {
+        let envelope = self.actor.envelope(kind, body)?;
+        if !self.actor.step.holds() {
+            return Ok(self.cap.publish(&self.actor.kernel, &topic, envelope));
+        }
+        let members = self.cap.topics.members(&topic);
+        Ok(self.actor.send_all(members, &envelope))
+    }
+
+    fn join(&mut self, group: String) {
+        self.cap.groups.join(&group, &self.actor.me);
+    }
+
+    fn leave(&mut self, group: String) {
+        self.cap.groups.leave(&group, &self.actor.me);
+    }
+
+    fn tell_group(
+        &mut self,
+        group: String,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<bool, WitSendError> {
+        let envelope = self.actor.envelope(kind, body)?;
+        if !self.actor.step.holds() {
+            return Ok(self.cap.tell_group(&self.actor.kernel, &group, envelope));
+        }
+        let Some(member) = self.cap.least_loaded(&self.actor.kernel, &group) else {
+            return Ok(false);
+        };
+        self.actor
+            .send(member.path.as_str(), Some(member.incarnation), envelope);
+        Ok(true)
+    }
+
+    fn broadcast_group(
+        &mut self,
+        group: String,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<u32, WitSendError> {
+        let envelope = self.actor.envelope(kind, body)?;
+        if !self.actor.step.holds() {
+            return Ok(self
+                .cap
+                .broadcast_group(&self.actor.kernel, &group, envelope));
+        }
+        let members = self.cap.groups.members(&group);
+        Ok(self.actor.send_all(members, &envelope))
+    }
+
+    fn ask(
+        &mut self,
+        to: WitAddress,
+        kind: String,
+        body: Vec<u8>,
+        timeout_ms: u64,
+    ) -> Result<u64, WitSendError> {
+        ActorPath::check(&to.path)?;
+        let envelope = self.actor.envelope(kind, body)?;
+        let answer = Answer::Actor(self.actor.me.clone());
+        let timeout = Duration::from_millis(timeout_ms);
+        let Some(endpoint) = ask::endpoint(&self.actor.kernel, timeout, answer) else {
+            return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
+        };
+        let id = endpoint.incarnation;
+        let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body);
+        self.actor.send(&to.path, Some(to.incarnation), request);
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_letter_bodies_are_length_prefixed_fields() {
+        let body = encode_dead_letter("/user/a", "K", &[0u8; 200]);
+        assert_eq!(&body[..8], b"\x07/user/a");
+        assert_eq!(&body[8..10], b"\x01K");
+        assert_eq!(&body[10..12], &[0xc8, 0x01]);
+        assert_eq!(body.len(), 12 + 200);
+    }
+}

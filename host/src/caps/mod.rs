@@ -1,0 +1,32 @@
+//! The host's capabilities: everything an actor can ask of the host beyond its sandbox, each
+//! one unit (see [`capability`]) owning its WIT slice, its per-actor state, its service, its
+//! linking and grants, and its hooks. This list is the whole registration: a new capability is
+//! its unit, its WIT interface, and one line here.
+
+pub(crate) mod capability;
+pub(crate) mod host;
+pub(crate) mod messaging;
+pub(crate) mod persistence;
+pub(crate) mod supervision;
+pub(crate) mod timers;
+pub(crate) mod wasi;
+
+use capability::capabilities;
+
+/// The store data of an actor instance of this host.
+pub(crate) type ActorState = capability::ActorState<Caps>;
+
+capabilities! {
+    /// `mote:actor/host`: address, send, spawn, stop, log.
+    host: host::Host,
+    /// `mote:actor/supervision`: strategies, limits per child, death watch, restart cause.
+    supervision: supervision::Supervision,
+    /// `mote:actor/timers`: messages later, once or periodically.
+    timers: timers::Timers,
+    /// `mote:actor/messaging`: topics, groups, asks, and dead letters as a topic.
+    messaging: messaging::Messaging,
+    /// `mote:actor/persistence`: journals, snapshots, exactly-once messages, reminders, entities.
+    persistence: persistence::Persistence,
+    /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
+    wasi: wasi::Wasi,
+}

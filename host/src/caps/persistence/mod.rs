@@ -1,0 +1,576 @@
+//! `mote:actor/persistence`: persistent actors. Their snapshots and event journals, commit
+//! before effects, exactly-once messages between them, durable timers (reminders), and virtual
+//! actors (entities) that are activated by a message and passivated when idle.
+//!
+//! ```text
+//! guest call (receive/start/stopping) ──> journal ops + held effects (see actor::step)
+//!                                            │ seal: one StepWrite, sends stamped as outbox rows
+//!                                            v
+//!              one redb transaction: snapshot/events, outbox rows, acks of consumed messages
+//!                                            │ only then
+//!                                            v
+//!                  effects released: sends (carrying their outbox receipt), spawns, stops,
+//!                  timers, reminders
+//! ```
+//!
+//! Exactly once between persistent actors: a sent message is an outbox row until the receiver's
+//! commit deletes it in the same transaction that records the receiver's new state. After a
+//! crash the rows still present are exactly the messages whose effect was not committed; they are
+//! parked by target path and handed to the first incarnation spawned (or entity activated) at that
+//! path, before anything else. A receiver that keeps no durable state acknowledges lazily (at
+//! least once across crashes).
+//!
+//! Invariants:
+//! - An actor is persistent from its `recover` on: from then, its steps hold their effects and
+//!   are sealed here.
+//! - Two live actors never share a persistence id: `recover` refuses an id another live
+//!   incarnation holds, and the claim ends with the incarnation.
+//! - A failed call gives its event numbers back and arms none of its reminders.
+
+mod backlog;
+pub(crate) mod entities;
+pub(crate) mod journal;
+mod reminders;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+
+use self::backlog::{Parked, Parking};
+use self::entities::{Entities, EntityOptions};
+use self::journal::{Ack, Journal, Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
+use self::reminders::{Reminder, Reminders};
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::actor::step::{Commit, Deferred, Step};
+use crate::address::Address;
+use crate::caps::timers::wheel::Wheel;
+use crate::error::{HostError, SpawnError};
+use crate::kernel::{Kernel, Undelivered};
+use crate::message::{Envelope, Receipt};
+use crate::sandbox::bindings::mote::actor::persistence::{
+    self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
+};
+use crate::storage::DatabaseError;
+use crate::storage::committer::{CommitStats, Committer};
+
+/// The longest persistence id accepted.
+const MAX_PID_BYTES: usize = 1024;
+/// The most events one `replay` call returns.
+const MAX_REPLAY_PAGE: usize = 4096;
+
+/// The durable side of the host: the journal and its committer.
+struct Durable {
+    journal: Arc<Journal>,
+    committer: Arc<Committer>,
+}
+
+/// The capability behind the `persistence` interface.
+pub(crate) struct Persistence {
+    /// `None` when the host runs without a database.
+    durable: Option<Durable>,
+    parking: Arc<Parking>,
+    pub(crate) entities: Arc<Entities>,
+    reminders: Reminders,
+    /// Persistence ids in use, by the incarnation that recovered them.
+    claims: Mutex<HashMap<String, Address>>,
+    max_state_bytes: usize,
+    max_event_bytes: usize,
+}
+
+/// One actor instance's persistence: the id it chose and, once it recovered, its journal.
+#[derive(Default)]
+pub(crate) struct Persistent {
+    /// A persistence id chosen before `recover`.
+    pid: Option<String>,
+    /// Set by `recover`: the actor is persistent.
+    journal: Option<Journaled>,
+}
+
+/// The durable side of a persistent actor instance.
+struct Journaled {
+    pid: String,
+    /// The latest event seq.
+    seq: u64,
+    /// This call's changes, in order.
+    ops: Vec<Op>,
+    seq_changed: bool,
+    /// Reminders this call scheduled, armed when it commits.
+    arm: Vec<Arm>,
+}
+
+impl Journaled {
+    fn new(pid: String, seq: u64) -> Self {
+        Journaled {
+            pid,
+            seq,
+            ops: Vec::new(),
+            seq_changed: false,
+            arm: Vec::new(),
+        }
+    }
+}
+
+/// A reminder to arm once its step has committed.
+struct Arm {
+    id: u64,
+    envelope: Envelope,
+    delay: Duration,
+    period: Option<Duration>,
+}
+
+impl Persistence {
+    /// Registers an entity kind and activates the entities whose recovered work waits; returns
+    /// how many it activated.
+    pub(crate) fn register_entity(
+        &self,
+        kernel: &Arc<Kernel>,
+        kind: &str,
+        module: &str,
+        options: EntityOptions,
+    ) -> Result<usize, SpawnError> {
+        self.entities.register(kernel, kind, module, options)?;
+        let mut woken = 0;
+        for path in self.parking.paths_under(&format!("/user/{kind}/")) {
+            if self.entities.activate(kernel, &path).is_ok() {
+                woken += 1;
+            }
+        }
+        Ok(woken)
+    }
+
+    /// The committer's counters, if the host has a database.
+    pub(crate) fn stats(&self) -> Option<CommitStats> {
+        self.durable.as_ref().map(|d| d.committer.stats())
+    }
+
+    fn release_claim(&self, pid: &str, holder: &Address) {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.get(pid) == Some(holder) {
+            claims.remove(pid);
+        }
+    }
+}
+
+impl Capability for Persistence {
+    type State = Persistent;
+    const IMPORTS: &'static [&'static str] = &["mote:actor/persistence@"];
+
+    fn new(env: &Env<'_>) -> Result<Self, HostError> {
+        let parking = Arc::new(Parking::default());
+        let durable = match env.database {
+            Some(db) => {
+                let journal = Arc::new(Journal::open(db.clone())?);
+                let backlog = journal.backlog()?;
+                let finish = {
+                    let journal = journal.clone();
+                    Box::new(move |txn: &redb::WriteTransaction| journal.record_ids(txn))
+                };
+                let committer = Arc::new(Committer::start(
+                    db.clone(),
+                    env.config.group_commit,
+                    finish,
+                ));
+                for receipt in parking.fill(backlog) {
+                    committer.lazy(Box::new(Ack(receipt)));
+                }
+                let (messages, reminders) = parking.len();
+                tracing::info!(path = %db.path().display(), messages, reminders, "database opened");
+                Some(Durable { journal, committer })
+            }
+            None => None,
+        };
+        Ok(Persistence {
+            durable,
+            parking,
+            entities: Arc::default(),
+            reminders: Reminders::default(),
+            claims: Mutex::default(),
+            max_state_bytes: env.config.max_state_bytes,
+            max_event_bytes: env.config.max_message_bytes,
+        })
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
+        match origin {
+            // A fresh instance recovers for itself.
+            Origin::Spawned | Origin::Restarted { .. } => Persistent::default(),
+            // The new version goes on with the same id and sequence.
+            Origin::Upgraded { old } => Persistent {
+                pid: old.pid.clone(),
+                journal: old
+                    .journal
+                    .as_ref()
+                    .map(|j| Journaled::new(j.pid.clone(), j.seq)),
+            },
+        }
+    }
+
+    fn started(&self, kernel: &Arc<Kernel>) {
+        self.reminders
+            .drive(kernel, self.parking.clone(), self.entities.clone());
+    }
+
+    async fn shutdown(&self) {
+        if let Some(durable) = &self.durable {
+            durable.committer.flush().await;
+            durable.committer.close();
+        }
+    }
+
+    fn closed(&self) {
+        self.reminders.wake();
+    }
+
+    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Persistent>) {
+        if let Some(journal) = state.and_then(|s| s.journal.as_ref()) {
+            self.release_claim(&journal.pid, actor);
+        }
+    }
+
+    fn seal(
+        &self,
+        state: &mut Persistent,
+        step: &mut Step,
+        consumed: &mut Option<Receipt>,
+    ) -> Option<Commit> {
+        let journal = state.journal.as_mut()?;
+        let durable = self.durable.as_ref()?;
+        let ops = std::mem::take(&mut journal.ops);
+        let seq_changed = std::mem::replace(&mut journal.seq_changed, false);
+        let arm = std::mem::take(&mut journal.arm);
+        if !arm.is_empty() {
+            step.later(ArmReminders {
+                wheel: self.reminders.handle(),
+                owner: journal.pid.clone(),
+                reminders: arm,
+            });
+        }
+        // A step that changed no durable state and consumed no durable message commits
+        // nothing: its input leaves no trace a crash could contradict, so its messages are
+        // released at once, exactly as durable as that input was (a query's reply costs no
+        // fsync).
+        if ops.is_empty() && consumed.is_none() {
+            return None;
+        }
+        let sends = step.held_sends() as u64;
+        let mut outbox = Vec::with_capacity(sends as usize);
+        if sends > 0 {
+            let first = durable.journal.allocate_outbox(sends);
+            for (id, (path, envelope)) in (first..).zip(step.sends_mut()) {
+                envelope.receipt = Some(Receipt::Outbox(id));
+                outbox.push((
+                    id,
+                    OutboxRow {
+                        target: path.to_owned(),
+                        sender: envelope.sender.as_ref().map(|s| s.path.to_string()),
+                        kind: envelope.kind.clone(),
+                        body: envelope.body.clone(),
+                    },
+                ));
+            }
+        }
+        let write = StepWrite {
+            pid: journal.pid.clone(),
+            ops,
+            last_seq: seq_changed.then_some(journal.seq),
+            outbox,
+            acks: consumed.take().into_iter().collect(),
+        };
+        let committer = durable.committer.clone();
+        Some(Box::pin(async move {
+            committer
+                .commit(Box::new(write))
+                .await
+                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
+        }))
+    }
+
+    fn abandon(&self, state: &mut Persistent) {
+        let Some(journal) = state.journal.as_mut() else {
+            return;
+        };
+        let ops = std::mem::take(&mut journal.ops);
+        if std::mem::replace(&mut journal.seq_changed, false) {
+            // The events of the failed call were never written: their numbers are free again.
+            let events = ops
+                .iter()
+                .filter(|op| matches!(op, Op::Event { .. }))
+                .count() as u64;
+            journal.seq = journal.seq.saturating_sub(events);
+        }
+        journal.arm.clear();
+    }
+
+    fn backlog(&self, kernel: &Arc<Kernel>, path: &str, into: &mut Vec<Envelope>) {
+        let now = unix_ms();
+        for item in self.parking.take(path) {
+            match item {
+                Parked::Message(envelope) => into.push(envelope),
+                Parked::Reminder {
+                    id,
+                    owner,
+                    envelope,
+                    due_ms,
+                    period,
+                } => {
+                    let delay = Duration::from_millis(due_ms.saturating_sub(now));
+                    // Armed from a task of its own: this may run inside the reminder driver
+                    // (a firing that activates an entity), which holds the wheel's lock.
+                    let wheel = self.reminders.handle();
+                    let path = path.to_owned();
+                    kernel.runtime.spawn(async move {
+                        reminders::arm_on(&wheel, id, owner, &path, envelope, delay, period);
+                    });
+                }
+            }
+        }
+    }
+
+    fn return_backlog(&self, path: &str, messages: &mut Vec<Envelope>) {
+        let items = messages.drain(..).map(Parked::Message).collect();
+        self.parking.park(path, items);
+    }
+
+    fn unclaimed(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        if !self.entities.is_entity(path) {
+            return Err(envelope);
+        }
+        // A virtual actor's identity is its path: any incarnation, live or not, will do.
+        Ok(self.entities.deliver(kernel, path, envelope))
+    }
+
+    fn settle(&self, receipt: Receipt) {
+        if let Some(durable) = &self.durable {
+            durable.committer.lazy(Box::new(Ack(receipt)));
+        }
+    }
+}
+
+/// A commit of a step that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("persistence commit failed")]
+struct CommitFailed(#[source] Arc<DatabaseError>);
+
+/// The reminders of a committed step, to arm.
+struct ArmReminders {
+    wheel: Arc<Wheel<String, Reminder>>,
+    owner: String,
+    reminders: Vec<Arm>,
+}
+
+impl Deferred for ArmReminders {
+    fn release(self, _kernel: &Arc<Kernel>) {
+        for arm in self.reminders {
+            let Some(path) = arm.envelope.sender.as_ref().map(|s| s.path.to_string()) else {
+                continue;
+            };
+            reminders::arm_on(
+                &self.wheel,
+                arm.id,
+                self.owner.clone(),
+                &path,
+                arm.envelope,
+                arm.delay,
+                arm.period,
+            );
+        }
+    }
+}
+
+fn storage(e: DatabaseError) -> PersistError {
+    PersistError::Storage(crate::error::chain(&e))
+}
+
+impl Call<'_, Persistence> {
+    fn journal(&mut self) -> Result<&mut Journaled, PersistError> {
+        if self.cap.durable.is_none() {
+            return Err(PersistError::Unavailable);
+        }
+        self.state
+            .journal
+            .as_mut()
+            .ok_or(PersistError::NotRecovered)
+    }
+
+    fn check_size(len: usize, limit: usize) -> Result<(), PersistError> {
+        if len > limit {
+            return Err(PersistError::TooLarge(len as u64));
+        }
+        Ok(())
+    }
+}
+
+impl wit::Host for Call<'_, Persistence> {
+    fn persistence_id(&mut self) -> String {
+        match (&self.state.journal, &self.state.pid) {
+            (Some(j), _) => j.pid.clone(),
+            (None, Some(pid)) => pid.clone(),
+            (None, None) => self.actor.me.path.to_string(),
+        }
+    }
+
+    fn set_persistence_id(&mut self, id: String) -> Result<(), PersistError> {
+        if self.state.journal.is_some() {
+            return Err(PersistError::InvalidId(format!(
+                "{id:?}: the persistence id is fixed once recover has been called"
+            )));
+        }
+        if id.is_empty() || id.len() > MAX_PID_BYTES {
+            return Err(PersistError::InvalidId(format!(
+                "{id:?}: a persistence id has 1 to {MAX_PID_BYTES} bytes"
+            )));
+        }
+        self.state.pid = Some(id);
+        Ok(())
+    }
+
+    fn recover(&mut self) -> Result<Option<WitSnapshot>, PersistError> {
+        let pid = self.persistence_id();
+        let Some(durable) = self.cap.durable.as_ref() else {
+            return Err(PersistError::Unavailable);
+        };
+        {
+            let mut claims = self.cap.claims.lock().unwrap_or_else(|p| p.into_inner());
+            let me = &self.actor.me;
+            if let Some(holder) = claims.get(&pid)
+                && holder.path != me.path
+                && self.actor.kernel.registry.with(holder.path.as_str(), |a| {
+                    a.is_some_and(|a| a.address.incarnation == holder.incarnation)
+                })
+            {
+                return Err(PersistError::InvalidId(format!(
+                    "{pid:?} is in use by the live actor {holder}"
+                )));
+            }
+            claims.insert(pid.clone(), me.clone());
+        }
+        let snapshot = durable.journal.snapshot(&pid).map_err(storage)?;
+        let seq = durable.journal.last_seq(&pid).map_err(storage)?;
+        let seq = seq.max(snapshot.as_ref().map_or(0, |s| s.seq));
+        match &mut self.state.journal {
+            Some(j) => j.seq = j.seq.max(seq),
+            None => self.state.journal = Some(Journaled::new(pid, seq)),
+        }
+        // From now on this actor's steps are committed before their effects.
+        self.actor.step.hold();
+        Ok(snapshot.map(|s| WitSnapshot {
+            seq: s.seq,
+            state: s.state,
+        }))
+    }
+
+    fn replay(&mut self, after: u64, max: u32) -> Result<Vec<WitEvent>, PersistError> {
+        let pid = self.journal()?.pid.clone();
+        let Some(durable) = self.cap.durable.as_ref() else {
+            return Err(PersistError::Unavailable);
+        };
+        let max = (max as usize).min(MAX_REPLAY_PAGE);
+        let events = durable.journal.events(&pid, after, max).map_err(storage)?;
+        Ok(events
+            .into_iter()
+            .map(|(seq, data)| WitEvent { seq, data })
+            .collect())
+    }
+
+    fn save_snapshot(&mut self, state: Vec<u8>) -> Result<u64, PersistError> {
+        Self::check_size(state.len(), self.cap.max_state_bytes)?;
+        let j = self.journal()?;
+        let seq = j.seq;
+        j.ops.push(Op::Snapshot { seq, state });
+        Ok(seq)
+    }
+
+    fn persist(&mut self, data: Vec<u8>) -> Result<u64, PersistError> {
+        Self::check_size(data.len(), self.cap.max_event_bytes)?;
+        let j = self.journal()?;
+        j.seq += 1;
+        j.seq_changed = true;
+        let seq = j.seq;
+        j.ops.push(Op::Event { seq, data });
+        Ok(seq)
+    }
+
+    fn delete_events(&mut self, through: u64) -> Result<(), PersistError> {
+        self.journal()?.ops.push(Op::DeleteEvents { through });
+        Ok(())
+    }
+
+    fn delete_state(&mut self) -> Result<(), PersistError> {
+        let j = self.journal()?;
+        j.seq = 0;
+        j.seq_changed = false;
+        j.ops.push(Op::DeleteState);
+        j.arm.clear();
+        let pid = j.pid.clone();
+        self.cap.reminders.cancel_all(&pid);
+        Ok(())
+    }
+
+    fn in_shutdown(&mut self) -> bool {
+        self.actor.kernel.is_shutting_down()
+    }
+
+    fn remind(
+        &mut self,
+        kind: String,
+        body: Vec<u8>,
+        delay_ms: u64,
+        period_ms: Option<u64>,
+    ) -> Result<u64, PersistError> {
+        Self::check_size(body.len(), self.cap.max_event_bytes)?;
+        let me = self.actor.me.clone();
+        let Some(durable) = self.cap.durable.as_ref() else {
+            return Err(PersistError::Unavailable);
+        };
+        let id = durable.journal.allocate_reminder();
+        let j = self.journal()?;
+        let period_ms = period_ms.filter(|p| *p > 0);
+        let row = ReminderRow {
+            owner: j.pid.clone(),
+            target: me.path.to_string(),
+            kind: kind.clone(),
+            body: body.clone(),
+            due_ms: unix_ms().saturating_add(delay_ms),
+            period_ms,
+        };
+        j.ops.push(Op::Remind { id, row });
+        j.arm.push(Arm {
+            id,
+            envelope: Envelope::new(Some(me), kind, body),
+            delay: Duration::from_millis(delay_ms),
+            period: period_ms.map(Duration::from_millis),
+        });
+        Ok(id)
+    }
+
+    fn cancel_reminder(&mut self, id: u64) -> bool {
+        let reminders = &self.cap.reminders;
+        let Ok(j) = self.journal() else {
+            return false;
+        };
+        // Not yet armed: it was scheduled in this very step.
+        let cancelled = match j.arm.iter().position(|a| a.id == id) {
+            Some(i) => {
+                j.arm.remove(i);
+                true
+            }
+            None => reminders.cancel(&j.pid, id),
+        };
+        if cancelled {
+            j.ops.push(Op::CancelReminder { id });
+        }
+        cancelled
+    }
+}

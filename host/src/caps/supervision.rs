@@ -1,0 +1,168 @@
+//! `mote:actor/supervision`: how an actor supervises its children (its strategy, limits per
+//! child), death watch, and why it was restarted.
+//!
+//! Invariants:
+//! - Exactly one `mote.terminated` per watched incarnation reaches the guest: a watch is kept
+//!   until its notice is admitted, a second watch of the same incarnation adds nothing, and
+//!   `unwatch` drops a notice that is already queued.
+//! - Watches survive a restart and an upgrade of the watcher.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::actor::mailbox::SystemMsg;
+use crate::actor::supervisor::{Scope, Strategy};
+use crate::address::{ActorPath, Address};
+use crate::error::HostError;
+use crate::kernel::TERMINATED_KIND;
+use crate::kernel::spawn::{Limits, SpawnOptions};
+use crate::message::Envelope;
+use crate::sandbox::bindings::mote::actor::supervision;
+use crate::sandbox::bindings::{
+    WitAddress, WitScope, WitSpawnError, WitSpawnOptions, WitStrategy, from_wit_directive,
+    to_wit_address,
+};
+
+/// The capability behind the `supervision` interface.
+pub(crate) struct Supervision;
+
+/// What one actor instance watches, and why it was started.
+#[derive(Default)]
+pub(crate) struct Watching {
+    /// Incarnations it watches and has not yet been told about.
+    watching: HashSet<Address>,
+    /// Why this instance replaced a failed one.
+    restart_cause: Option<String>,
+}
+
+impl Capability for Supervision {
+    type State = Watching;
+    const IMPORTS: &'static [&'static str] = &["mote:actor/supervision@"];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Supervision)
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        supervision::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, origin: Origin<'_, Watching>) -> Watching {
+        match origin {
+            Origin::Spawned => Watching::default(),
+            Origin::Restarted { old, cause } => Watching {
+                watching: old.watching,
+                restart_cause: Some(cause.to_owned()),
+            },
+            Origin::Upgraded { old } => Watching {
+                watching: old.watching.clone(),
+                restart_cause: None,
+            },
+        }
+    }
+
+    fn admit(&self, state: &mut Watching, envelope: &Envelope) -> bool {
+        if envelope.kind != TERMINATED_KIND {
+            return true;
+        }
+        // Exactly one per watched incarnation: drop it if unwatched or already told.
+        envelope
+            .sender
+            .as_ref()
+            .is_some_and(|s| state.watching.remove(s))
+    }
+}
+
+impl supervision::Host for Call<'_, Supervision> {
+    fn set_strategy(&mut self, strategy: WitStrategy) {
+        self.actor.supervisor.strategy = Strategy {
+            scope: match strategy.scope {
+                WitScope::OneForOne => Scope::OneForOne,
+                WitScope::AllForOne => Scope::AllForOne,
+            },
+            directive: from_wit_directive(strategy.directive),
+            max_restarts: strategy.max_restarts,
+            within: Duration::from_millis(strategy.within_ms),
+            backoff_min: Duration::from_millis(strategy.backoff_min_ms),
+            backoff_max: Duration::from_millis(
+                strategy.backoff_max_ms.max(strategy.backoff_min_ms),
+            ),
+        };
+    }
+
+    fn spawn_with(
+        &mut self,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+        options: WitSpawnOptions,
+    ) -> Result<WitAddress, WitSpawnError> {
+        let options = SpawnOptions {
+            mailbox_capacity: options.mailbox_capacity.map(|n| n as usize),
+            memory_limit: options
+                .memory_limit
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            cpu_deadline: options.cpu_deadline_ms.map(Duration::from_millis),
+        };
+        let limits = Limits::of(&self.actor.kernel.config, &options);
+        Ok(to_wit_address(
+            self.actor.spawn_child(&name, module, init, limits)?,
+        ))
+    }
+
+    fn watch(&mut self, target: WitAddress) {
+        let Ok(path) = ActorPath::parse(&target.path) else {
+            tracing::warn!(target = %target.path, "watch ignored: not an actor path");
+            return;
+        };
+        let target = Address {
+            path,
+            incarnation: target.incarnation,
+        };
+        if !self.state.watching.insert(target.clone()) {
+            return;
+        }
+        let me = self.actor.me.clone();
+        let kernel = &self.actor.kernel;
+        let registered = kernel.registry.with(target.path.as_str(), |actor| {
+            actor.is_some_and(|a| {
+                a.address.incarnation == target.incarnation
+                    && a.signal(SystemMsg::Watch(me.clone()))
+            })
+        });
+        if !registered {
+            // Already gone: the watcher hears of it at once.
+            kernel.notify_terminated(&me, &target);
+        }
+    }
+
+    fn unwatch(&mut self, target: WitAddress) {
+        let Some(address) = self
+            .state
+            .watching
+            .iter()
+            .find(|a| a.path.as_str() == target.path && a.incarnation == target.incarnation)
+            .cloned()
+        else {
+            return;
+        };
+        self.state.watching.remove(&address);
+        let me = self.actor.me.clone();
+        self.actor
+            .kernel
+            .registry
+            .with(address.path.as_str(), |actor| {
+                if let Some(a) = actor.filter(|a| a.address.incarnation == address.incarnation) {
+                    a.signal(SystemMsg::Unwatch(me));
+                }
+            });
+    }
+
+    fn restart_cause(&mut self) -> Option<String> {
+        self.state.restart_cause.clone()
+    }
+}

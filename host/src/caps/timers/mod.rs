@@ -1,0 +1,171 @@
+//! `mote:actor/timers`: messages delivered later, once or periodically.
+//!
+//! Invariants:
+//! - A timer dies with the actor that scheduled it: stopping or restarting an actor cancels its
+//!   timers under the lock that fires them (see [`wheel`]), so none fires after the stop.
+//! - A persistent actor's timer is armed only once the step that scheduled it has committed;
+//!   its id is valid (cancellable) from the start.
+
+pub(crate) mod wheel;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+
+use self::wheel::{Fired, Wheel};
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::actor::step::Deferred;
+use crate::address::{ActorPath, Address};
+use crate::error::HostError;
+use crate::kernel::Kernel;
+use crate::message::Envelope;
+use crate::sandbox::bindings::mote::actor::timers;
+use crate::sandbox::bindings::{WitAddress, WitSendError};
+
+/// One scheduled message.
+struct Timer {
+    to: String,
+    /// The incarnation addressed, if one is.
+    incarnation: Option<u64>,
+    envelope: Envelope,
+}
+
+/// The capability behind the `timers` interface: one wheel for the whole host.
+#[derive(Default)]
+pub(crate) struct Timers {
+    wheel: Arc<Wheel<Address, Timer>>,
+    next_id: AtomicU64,
+}
+
+impl Timers {
+    fn reserve(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Schedules `envelope` for `to` after `delay` (then every `period`); returns its id.
+    pub(crate) fn schedule(
+        &self,
+        owner: Option<Address>,
+        to: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+        delay: Duration,
+        period: Option<Duration>,
+    ) -> u64 {
+        let id = self.reserve();
+        let timer = Timer {
+            to: to.to_owned(),
+            incarnation,
+            envelope,
+        };
+        self.wheel.insert(id, owner, timer, delay, period);
+        id
+    }
+
+    /// Cancels a timer, only if `owner` scheduled it; false if it is gone.
+    pub(crate) fn cancel(&self, owner: Option<&Address>, id: u64) -> bool {
+        self.wheel.cancel(id, owner)
+    }
+
+    /// How many timers are pending.
+    pub(crate) fn pending(&self) -> usize {
+        self.wheel.pending()
+    }
+}
+
+impl Capability for Timers {
+    type State = ();
+    const IMPORTS: &'static [&'static str] = &["mote:actor/timers@"];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Timers::default())
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        timers::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
+
+    fn started(&self, kernel: &Arc<Kernel>) {
+        let driver = self
+            .wheel
+            .clone()
+            .drive(Arc::downgrade(kernel), |kernel, _, _, timer| {
+                kernel.tell_address(&timer.to, timer.incarnation, timer.envelope.clone());
+                Fired::Delivered
+            });
+        kernel.runtime.spawn(driver);
+    }
+
+    fn closed(&self) {
+        self.wheel.wake();
+    }
+
+    fn restarting(&self, actor: &Address, _state: &mut ()) {
+        // The new instance schedules its own timers in `start`.
+        self.wheel.cancel_owner(actor);
+    }
+
+    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut ()>) {
+        self.wheel.cancel_owner(actor);
+    }
+}
+
+/// A timer to arm when its step is released.
+struct Arm {
+    wheel: Arc<Wheel<Address, Timer>>,
+    id: u64,
+    owner: Address,
+    timer: Timer,
+    delay: Duration,
+    period: Option<Duration>,
+}
+
+impl Deferred for Arm {
+    fn release(self, _kernel: &Arc<Kernel>) {
+        self.wheel.insert(
+            self.id,
+            Some(self.owner),
+            self.timer,
+            self.delay,
+            self.period,
+        );
+    }
+}
+
+impl timers::Host for Call<'_, Timers> {
+    fn schedule(
+        &mut self,
+        to: WitAddress,
+        kind: String,
+        body: Vec<u8>,
+        delay_ms: u64,
+        period_ms: Option<u64>,
+    ) -> Result<u64, WitSendError> {
+        ActorPath::check(&to.path)?;
+        let envelope = self.actor.envelope(kind, body)?;
+        let id = self.cap.reserve();
+        let arm = Arm {
+            wheel: self.cap.wheel.clone(),
+            id,
+            owner: self.actor.me.clone(),
+            timer: Timer {
+                to: to.path,
+                incarnation: Some(to.incarnation),
+                envelope,
+            },
+            delay: Duration::from_millis(delay_ms),
+            period: period_ms.map(Duration::from_millis),
+        };
+        self.actor.step.defer(&self.actor.kernel, arm);
+        Ok(id)
+    }
+
+    fn cancel(&mut self, id: u64) -> bool {
+        self.cap.wheel.cancel(id, Some(&self.actor.me))
+    }
+}

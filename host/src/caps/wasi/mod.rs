@@ -1,0 +1,106 @@
+//! WASI for actors: clocks and random; stdout and stderr into the host log, line by line,
+//! tagged with the actor's path; no preopened directories, no sockets, no name lookup, no
+//! environment, no arguments. `wasi:http` (outgoing requests through the host's client) only
+//! for modules granted it.
+//!
+//! Invariants:
+//! - A module imports `wasi:http` only if granted: deploy refuses it otherwise, so the one
+//!   linker that holds it serves every module without giving it to any that was not granted.
+//! - An actor that never calls WASI costs no WASI context: it is built at the first call.
+
+mod output;
+
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use self::output::GuestOutput;
+use super::capability::{ActorState, Capability, Env, Grant, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::address::ActorPath;
+use crate::error::HostError;
+
+/// The capability behind the WASI interfaces.
+pub(crate) struct Wasi;
+
+/// One actor instance's WASI: its context and resources.
+pub(crate) struct Sandboxed {
+    path: ActorPath,
+    /// Built at the first WASI call.
+    ctx: Option<WasiCtx>,
+    /// Built at the first `wasi:http` call.
+    http: Option<WasiHttpCtx>,
+    table: ResourceTable,
+}
+
+/// The WASI context of the actor at `path`.
+fn context(path: &ActorPath) -> WasiCtx {
+    let log = |stream| GuestOutput {
+        path: path.clone(),
+        stream,
+    };
+    WasiCtxBuilder::new()
+        .stdout(log("stdout"))
+        .stderr(log("stderr"))
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build()
+}
+
+impl Capability for Wasi {
+    type State = Sandboxed;
+    const IMPORTS: &'static [&'static str] = &[
+        "wasi:io/",
+        "wasi:clocks/",
+        "wasi:random/",
+        "wasi:cli/",
+        "wasi:filesystem/",
+        "wasi:sockets/",
+    ];
+    const GRANTS: &'static [Grant] = &[Grant {
+        name: "wasi:http",
+        imports: "wasi:http/",
+    }];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Wasi)
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+    }
+
+    fn state(&self, actor: &ActorCore, _origin: Origin<'_, Sandboxed>) -> Sandboxed {
+        Sandboxed {
+            path: actor.me.path.clone(),
+            ctx: None,
+            http: None,
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl<K: Provides<Wasi>> WasiView for ActorState<K> {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let Sandboxed {
+            path, ctx, table, ..
+        } = K::state(&mut self.caps);
+        WasiCtxView {
+            ctx: ctx.get_or_insert_with(|| context(path)),
+            table,
+        }
+    }
+}
+
+impl<K: Provides<Wasi>> WasiHttpView for ActorState<K> {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        let Sandboxed { http, table, .. } = K::state(&mut self.caps);
+        WasiHttpCtxView {
+            hooks: wasmtime_wasi_http::default_hooks(),
+            ctx: http.get_or_insert_with(WasiHttpCtx::new),
+            table,
+        }
+    }
+}

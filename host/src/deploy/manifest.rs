@@ -1,0 +1,455 @@
+//! The deployment manifest (TOML) that `mote run` applies.
+//!
+//! ```toml
+//! [[module]]
+//! name = "pingpong"
+//! path = "pingpong.wasm"     # relative to the manifest's folder
+//! version = "1.0.0"          # optional (default "0"); the first listed version of a name is current
+//! grant = ["wasi:http"]      # optional: beyond mote:actor and WASI clocks/random/stdio
+//!
+//! [[actor]]
+//! path = "/user/ping"        # top-level actors only: children are spawned by their parents
+//! module = "pingpong"
+//! init = "ping /user/pong 3" # optional: UTF-8 text handed to `start` as bytes
+//! # init_hex = "00ff"        # or raw bytes in hex (at most one of init / init_hex)
+//! mailbox_capacity = 1000    # optional limits; the host's defaults otherwise
+//! memory_limit = 16777216
+//! cpu_deadline_ms = 1000
+//! [actor.supervision]        # optional: this actor's restart policy instead of the guardian's
+//! directive = "restart"      # restart | resume | stop
+//! max_restarts = 5
+//! within_ms = 60000
+//! backoff_min_ms = 10
+//! backoff_max_ms = 1000
+//!
+//! [storage]
+//! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
+//!
+//! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
+//! kind = "counters"
+//! module = "entity"
+//! passivate_after_ms = 30000 # optional: drop an entity idle this long (state is committed)
+//! ```
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::address::ActorPath;
+use crate::error::ManifestError;
+
+/// A parsed, checked manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Modules to deploy, in file order.
+    pub modules: Vec<ModuleSpec>,
+    /// Actors to spawn, in file order.
+    pub actors: Vec<ActorSpec>,
+    /// The database file, if the manifest names one (resolved against its folder).
+    pub storage: Option<PathBuf>,
+    /// Entity kinds to register, in file order.
+    pub entities: Vec<EntitySpec>,
+}
+
+/// One `[[entity]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntitySpec {
+    /// The kind: entities live at `/user/<kind>/<id>`.
+    pub kind: String,
+    /// The module each entity runs.
+    pub module: String,
+    /// Passivate after this long idle.
+    pub passivate_after: Option<std::time::Duration>,
+}
+
+/// One `[[module]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSpec {
+    /// The name actors refer to.
+    pub name: String,
+    /// The version (default [`crate::DEFAULT_VERSION`]).
+    pub version: String,
+    /// What it is granted beyond the defaults (`wasi:http`).
+    pub grants: Vec<String>,
+    /// The `.wasm` file, resolved against the manifest's folder.
+    pub path: PathBuf,
+}
+
+/// One `[[actor]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorSpec {
+    /// Where it lives: `/user/<name>`.
+    pub path: ActorPath,
+    /// The module it runs.
+    pub module: String,
+    /// The bytes handed to `start`.
+    pub init: Vec<u8>,
+    /// Its limits.
+    pub limits: crate::SpawnOptions,
+    /// Its own restart strategy, if it has one.
+    pub supervision: Option<crate::Strategy>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    module: Vec<RawModule>,
+    #[serde(default)]
+    actor: Vec<RawActor>,
+    storage: Option<RawStorage>,
+    #[serde(default)]
+    entity: Vec<RawEntity>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStorage {
+    path: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntity {
+    kind: String,
+    module: String,
+    passivate_after_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModule {
+    name: String,
+    path: PathBuf,
+    version: Option<String>,
+    #[serde(default)]
+    grant: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawActor {
+    path: String,
+    module: String,
+    init: Option<String>,
+    init_hex: Option<String>,
+    mailbox_capacity: Option<usize>,
+    memory_limit: Option<usize>,
+    cpu_deadline_ms: Option<u64>,
+    supervision: Option<RawSupervision>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSupervision {
+    directive: Option<String>,
+    max_restarts: Option<u32>,
+    within_ms: Option<u64>,
+    backoff_min_ms: Option<u64>,
+    backoff_max_ms: Option<u64>,
+}
+
+impl Manifest {
+    /// Reads and checks a manifest file.
+    pub fn load(file: &Path) -> Result<Self, ManifestError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ManifestError::Read {
+            path: file.to_owned(),
+            source,
+        })?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, file, base)
+    }
+
+    /// Parses manifest text; `file` names it in errors, `base` resolves module paths.
+    pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Self, ManifestError> {
+        let raw: RawManifest = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map_or((1, 1), |span| line_column(text, span.start));
+            ManifestError::Syntax {
+                path: file.to_owned(),
+                line,
+                column,
+                message: e.message().trim().replace('\n', " "),
+            }
+        })?;
+        let invalid = |message: String| ManifestError::Invalid {
+            path: file.to_owned(),
+            message,
+        };
+        let mut names = HashSet::new();
+        let mut versions = HashSet::new();
+        let mut modules = Vec::new();
+        for m in raw.module {
+            let version = m
+                .version
+                .unwrap_or_else(|| crate::DEFAULT_VERSION.to_owned());
+            if !versions.insert((m.name.clone(), version.clone())) {
+                return Err(invalid(format!(
+                    "module {:?} version {version:?} is declared twice",
+                    m.name
+                )));
+            }
+            names.insert(m.name.clone());
+            let grantable = crate::caps::Caps::grantable();
+            if let Some(unknown) = m.grant.iter().find(|g| !grantable.contains(&g.as_str())) {
+                return Err(invalid(format!(
+                    "module {:?}: {unknown:?} cannot be granted (grantable: {})",
+                    m.name,
+                    grantable.join(", ")
+                )));
+            }
+            modules.push(ModuleSpec {
+                name: m.name,
+                grants: m.grant,
+                version,
+                path: base.join(m.path),
+            });
+        }
+        let mut paths = HashSet::new();
+        let mut actors = Vec::new();
+        for a in raw.actor {
+            let path = ActorPath::parse(&a.path)
+                .map_err(|e| invalid(format!("actor {:?}: {e}", a.path)))?;
+            if path.depth() != 1 || !a.path.starts_with("/user/") {
+                return Err(invalid(format!(
+                    "actor {:?}: manifest actors live directly under /user (children are spawned by their parents)",
+                    a.path
+                )));
+            }
+            if !paths.insert(a.path.clone()) {
+                return Err(invalid(format!("actor {:?} is declared twice", a.path)));
+            }
+            if !names.contains(&a.module) {
+                return Err(invalid(format!(
+                    "actor {:?} uses module {:?}, which no [[module]] declares",
+                    a.path, a.module
+                )));
+            }
+            let init = match (a.init, a.init_hex) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "actor {:?}: give at most one of init and init_hex",
+                        a.path
+                    )));
+                }
+                (Some(text), None) => text.into_bytes(),
+                (None, Some(hex)) => decode_hex(&hex)
+                    .ok_or_else(|| invalid(format!("actor {:?}: init_hex is not hex", a.path)))?,
+                (None, None) => Vec::new(),
+            };
+            let supervision = match a.supervision {
+                Some(raw) => Some(
+                    strategy(raw).map_err(|why| invalid(format!("actor {:?}: {why}", a.path)))?,
+                ),
+                None => None,
+            };
+            actors.push(ActorSpec {
+                path,
+                module: a.module,
+                init,
+                limits: crate::SpawnOptions {
+                    mailbox_capacity: a.mailbox_capacity,
+                    memory_limit: a.memory_limit,
+                    cpu_deadline: a.cpu_deadline_ms.map(std::time::Duration::from_millis),
+                },
+                supervision,
+            });
+        }
+        let mut kinds = HashSet::new();
+        let mut entities = Vec::new();
+        for e in raw.entity {
+            ActorPath::user_root()
+                .child(&e.kind)
+                .map_err(|err| invalid(format!("entity kind {:?}: {err}", e.kind)))?;
+            if !kinds.insert(e.kind.clone()) {
+                return Err(invalid(format!(
+                    "entity kind {:?} is declared twice",
+                    e.kind
+                )));
+            }
+            if paths.contains(&format!("/user/{}", e.kind)) {
+                return Err(invalid(format!(
+                    "entity kind {:?} clashes with the actor /user/{}",
+                    e.kind, e.kind
+                )));
+            }
+            if !names.contains(&e.module) {
+                return Err(invalid(format!(
+                    "entity kind {:?} uses module {:?}, which no [[module]] declares",
+                    e.kind, e.module
+                )));
+            }
+            entities.push(EntitySpec {
+                kind: e.kind,
+                module: e.module,
+                passivate_after: e.passivate_after_ms.map(std::time::Duration::from_millis),
+            });
+        }
+        Ok(Manifest {
+            modules,
+            actors,
+            storage: raw.storage.map(|s| base.join(s.path)),
+            entities,
+        })
+    }
+}
+
+/// A top-level actor's own strategy from `[actor.supervision]`, over the defaults.
+fn strategy(raw: RawSupervision) -> Result<crate::Strategy, String> {
+    use crate::{Directive, Strategy};
+    use std::time::Duration;
+    let mut s = Strategy::default();
+    if let Some(d) = raw.directive {
+        s.directive = match d.as_str() {
+            "restart" => Directive::Restart,
+            "resume" => Directive::Resume,
+            "stop" => Directive::Stop,
+            other => {
+                return Err(format!(
+                    "supervision directive {other:?} is not one of restart, resume, stop"
+                ));
+            }
+        };
+    }
+    if let Some(n) = raw.max_restarts {
+        s.max_restarts = n;
+    }
+    if let Some(ms) = raw.within_ms {
+        s.within = Duration::from_millis(ms);
+    }
+    if let Some(ms) = raw.backoff_min_ms {
+        s.backoff_min = Duration::from_millis(ms);
+    }
+    if let Some(ms) = raw.backoff_max_ms {
+        s.backoff_max = Duration::from_millis(ms);
+    }
+    s.backoff_max = s.backoff_max.max(s.backoff_min);
+    Ok(s)
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Decodes hex digits (whitespace ignored); `None` if they are not hex.
+pub fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    let hex: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, Path::new("m.toml"), Path::new("/base"))
+    }
+
+    #[test]
+    fn minimal_manifest_parses() {
+        let m = parse(
+            "[[module]]\nname = \"pingpong\"\npath = \"p.wasm\"\n\n[[actor]]\npath = \"/user/ping\"\nmodule = \"pingpong\"\ninit = \"pong\"\n",
+        )
+        .unwrap();
+        assert_eq!(m.modules[0].path, PathBuf::from("/base/p.wasm"));
+        assert_eq!(m.actors[0].path.as_str(), "/user/ping");
+        assert_eq!(m.actors[0].init, b"pong");
+    }
+
+    #[test]
+    fn syntax_errors_name_file_and_line() {
+        let err = parse("[[module]]\nname = \"a\"\npath = \n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("m.toml:3:"), "{err}");
+        let err = parse("[[module]]\nname = \"a\"\npath = \"x\"\ncolour = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.toml:4:") && err.contains("colour"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn semantic_errors_are_reported() {
+        let no_module = "[[actor]]\npath = \"/user/a\"\nmodule = \"nope\"\n";
+        assert!(parse(no_module).unwrap_err().to_string().contains("nope"));
+        let bad_path = "[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a b\"\nmodule = \"m\"\n";
+        assert!(parse(bad_path).unwrap_err().to_string().contains("a b"));
+        let nested = "[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a/b\"\nmodule = \"m\"\n";
+        assert!(
+            parse(nested)
+                .unwrap_err()
+                .to_string()
+                .contains("directly under /user")
+        );
+    }
+
+    #[test]
+    fn versions_limits_and_supervision_parse() {
+        let m = parse("[[module]]\nname = \"m\"\npath = \"a\"\nversion = \"1.0\"\n[[module]]\nname = \"m\"\npath = \"b\"\nversion = \"2.0\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\nmailbox_capacity = 7\ncpu_deadline_ms = 50\n[actor.supervision]\ndirective = \"stop\"\nmax_restarts = 9\n").unwrap();
+        assert_eq!(
+            (m.modules[0].version.as_str(), m.modules[1].version.as_str()),
+            ("1.0", "2.0")
+        );
+        let a = &m.actors[0];
+        assert_eq!(a.limits.mailbox_capacity, Some(7));
+        assert_eq!(
+            a.limits.cpu_deadline,
+            Some(std::time::Duration::from_millis(50))
+        );
+        let s = a.supervision.as_ref().unwrap();
+        assert_eq!((s.directive, s.max_restarts), (crate::Directive::Stop, 9));
+        let granted =
+            parse("[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:http\"]\n").unwrap();
+        assert_eq!(granted.modules[0].grants, vec!["wasi:http".to_owned()]);
+        let overreach = "[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:sockets\"]\n";
+        assert!(
+            parse(overreach)
+                .unwrap_err()
+                .to_string()
+                .contains("cannot be granted")
+        );
+        let twice =
+            "[[module]]\nname = \"m\"\npath = \"a\"\n[[module]]\nname = \"m\"\npath = \"b\"\n";
+        assert!(
+            parse(twice)
+                .unwrap_err()
+                .to_string()
+                .contains("declared twice")
+        );
+        let bad = "[[module]]\nname = \"m\"\npath = \"a\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\n[actor.supervision]\ndirective = \"explode\"\n";
+        assert!(parse(bad).unwrap_err().to_string().contains("explode"));
+    }
+
+    #[test]
+    fn storage_and_entities_parse() {
+        let m = parse("[storage]\npath = \"db/m.redb\"\n[[module]]\nname = \"m\"\npath = \"x\"\n[[entity]]\nkind = \"carts\"\nmodule = \"m\"\npassivate_after_ms = 250\n").unwrap();
+        assert_eq!(m.storage, Some(PathBuf::from("/base/db/m.redb")));
+        assert_eq!(m.entities[0].kind, "carts");
+        assert_eq!(
+            m.entities[0].passivate_after,
+            Some(std::time::Duration::from_millis(250))
+        );
+        let unknown = "[[entity]]\nkind = \"carts\"\nmodule = \"nope\"\n";
+        assert!(parse(unknown).unwrap_err().to_string().contains("nope"));
+    }
+
+    #[test]
+    fn init_hex_decodes() {
+        let m = parse("[[module]]\nname = \"m\"\npath = \"x\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\ninit_hex = \"00ff10\"\n").unwrap();
+        assert_eq!(m.actors[0].init, vec![0, 0xff, 0x10]);
+    }
+}

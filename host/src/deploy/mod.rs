@@ -1,0 +1,10 @@
+//! Deployment: the module registry (versions, content hashes, contract and grant checks, the
+//! compiled cache, records in the database), hot swap of running actors, and the manifest of
+//! `mote run`.
+
+pub(crate) mod cache;
+pub(crate) mod checks;
+pub(crate) mod manifest;
+pub(crate) mod modules;
+mod records;
+pub(crate) mod upgrade;

@@ -1,0 +1,359 @@
+//! The module registry: deployed `.wasm` components by name and version, content-addressed by
+//! the SHA-256 of their bytes, checked against the `mote:actor` contract (see [`checks`]),
+//! compiled once (through the [`cache`]) and kept as an `InstancePre` from which every actor of
+//! the module is instantiated.
+//!
+//! Invariants:
+//! - Deploying the same bytes and grants under the same name and version again is a no-op;
+//!   other bytes under a taken name and version are refused while an actor runs that version,
+//!   and replace it otherwise (a rebuilt module during development).
+//! - Each name has a *current* version, the one new actors get: the first deployed, then
+//!   whatever an upgrade of all its actors moved to (see `deploy::upgrade`).
+//! - With a database, every deployed version and every current version is recorded there, and
+//!   a restarted host has them again as they were.
+//!
+//! [`checks`]: super::checks
+//! [`cache`]: super::cache
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use wasmtime::Engine;
+use wasmtime::component::{Component, ComponentExportIndex, Linker};
+
+use super::cache::{CompiledCache, ModuleStats};
+use super::checks::{self, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use super::records::{self, ModuleRow};
+use crate::caps::ActorState;
+use crate::error::{HostError, ModuleError};
+use crate::sandbox::bindings::ActorWorldPre;
+use crate::storage::Database;
+
+/// The version a module gets when none is given.
+pub const DEFAULT_VERSION: &str = "0";
+
+/// The functions of the optional `upgrade` export.
+#[derive(Clone, Copy)]
+pub(crate) struct UpgradeExports {
+    pub(crate) save_state: ComponentExportIndex,
+    pub(crate) migrate: ComponentExportIndex,
+}
+
+/// A compiled, checked module version ready to instantiate.
+pub(crate) struct Module {
+    pub(crate) name: Arc<str>,
+    pub(crate) version: Arc<str>,
+    /// SHA-256 of the component's bytes, hex.
+    pub(crate) hash: Arc<str>,
+    /// What it was granted beyond the defaults.
+    pub(crate) grants: Vec<String>,
+    pub(crate) pre: ActorWorldPre<ActorState>,
+    /// The `supervise` function, if the component exports `supervisor`.
+    pub(crate) supervise: Option<ComponentExportIndex>,
+    /// The state hooks, if the component exports `upgrade`.
+    pub(crate) upgrade: Option<UpgradeExports>,
+}
+
+/// One deployed module version, as listed by [`crate::ActorSystem::module_list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// The module's name.
+    pub name: String,
+    /// The version.
+    pub version: String,
+    /// SHA-256 of its bytes, hex.
+    pub hash: String,
+    /// Whether new actors of this name get this version.
+    pub current: bool,
+    /// Whether it exports the `upgrade` state hooks.
+    pub upgradable: bool,
+    /// What it was granted beyond the defaults.
+    pub grants: Vec<String>,
+}
+
+/// All versions of one name.
+struct Entry {
+    versions: BTreeMap<String, Arc<Module>>,
+    current: String,
+}
+
+/// The modules deployed on one host.
+pub(crate) struct Modules {
+    engine: Engine,
+    linker: Linker<ActorState>,
+    by_name: RwLock<HashMap<String, Entry>>,
+    cache: CompiledCache,
+    /// Where deployed versions are recorded, if the host has a database.
+    database: Option<Arc<Database>>,
+}
+
+impl Modules {
+    /// The registry of a host whose actors are linked by `linker`; with a database, the
+    /// versions recorded there are deployed again, as they were.
+    pub(crate) fn new(
+        engine: Engine,
+        linker: Linker<ActorState>,
+        cache: Option<PathBuf>,
+        database: Option<Arc<Database>>,
+    ) -> Result<Self, HostError> {
+        let modules = Modules {
+            cache: CompiledCache::new(&engine, cache),
+            engine,
+            linker,
+            by_name: RwLock::default(),
+            database,
+        };
+        if let Some(db) = &modules.database {
+            records::open(db)?;
+            modules.restore(db)?;
+        }
+        Ok(modules)
+    }
+
+    fn restore(&self, db: &Database) -> Result<(), HostError> {
+        let (rows, current) = records::load(db)?;
+        for row in rows {
+            if let Err(e) = self.install(&row.name, &row.version, &row.bytes, &row.grants, true) {
+                tracing::error!(module = %row.name, version = %row.version, error = %crate::error::chain(&e), "a recorded module could not be restored");
+            }
+        }
+        for (name, version) in current {
+            self.set_current_in_memory(&name, &version);
+        }
+        Ok(())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.by_name.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.by_name.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads a module file.
+    pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, ModuleError> {
+        std::fs::read(path).map_err(|source| ModuleError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Deploys a module version (and records it). Returns whether it is new (false: the same
+    /// bytes were already deployed under this version). Other bytes under a deployed name and
+    /// version replace it only if `replace` (the caller checked that no actor runs it).
+    pub(crate) fn deploy(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+        grants: &[String],
+        replace: bool,
+    ) -> Result<bool, ModuleError> {
+        let (module, new) = self.install(name, version, bytes, grants, replace)?;
+        if new && let Some(db) = &self.database {
+            let row = ModuleRow {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                hash: module.hash.to_string(),
+                grants: grants.to_vec(),
+                bytes: bytes.to_vec(),
+            };
+            records::put(db, &row).map_err(ModuleError::Database)?;
+        }
+        Ok(new)
+    }
+
+    /// Compiles (or loads from the cache), checks and installs a module version.
+    fn install(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+        grants: &[String],
+        replace: bool,
+    ) -> Result<(Arc<Module>, bool), ModuleError> {
+        checks::validate_grants(grants)?;
+        checks::validate_name("module", name)?;
+        checks::validate_name("version", version)?;
+        let hash = checks::content_hash(bytes);
+        if let Some(existing) = self.get_version(name, version) {
+            if *existing.hash == *hash && existing.grants == grants {
+                return Ok((existing, false));
+            }
+            if !replace {
+                return Err(ModuleError::VersionTaken {
+                    name: name.to_owned(),
+                    version: version.to_owned(),
+                });
+            }
+        }
+        checks::check_header(name, bytes)?;
+        let component = self.cache.component(&self.engine, name, &hash, bytes)?;
+        checks::check_contract(name, &component, &self.engine)?;
+        checks::check_imports(name, &component, &self.engine, grants)?;
+        checks::check_exports(name, &component, &self.engine)?;
+        let module = Arc::new(self.prepare(name, version, hash, grants, &component)?);
+        let mut map = self.write();
+        let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
+            versions: BTreeMap::new(),
+            current: version.to_owned(),
+        });
+        match entry.versions.get(version) {
+            Some(raced) if raced.hash == module.hash && raced.grants == module.grants => {
+                Ok((raced.clone(), false))
+            }
+            Some(_) if !replace => Err(ModuleError::VersionTaken {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            }),
+            _ => {
+                entry.versions.insert(version.to_owned(), module.clone());
+                tracing::info!(module = name, version, hash = %&module.hash[..12], "module deployed");
+                Ok((module, true))
+            }
+        }
+    }
+
+    /// Links a checked component: its `InstancePre` and its optional exports.
+    fn prepare(
+        &self,
+        name: &str,
+        version: &str,
+        hash: String,
+        grants: &[String],
+        component: &Component,
+    ) -> Result<Module, ModuleError> {
+        let mismatch = |e: wasmtime::Error| ModuleError::WrongWorld {
+            name: name.to_owned(),
+            reason: "its imports do not match what the host provides".to_owned(),
+            source: Some(e.into()),
+        };
+        let pre = self.linker.instantiate_pre(component).map_err(mismatch)?;
+        let pre = ActorWorldPre::new(pre).map_err(mismatch)?;
+        let export = |iface: &str, func: &str| {
+            component
+                .get_export_index(None, iface)
+                .and_then(|i| component.get_export_index(Some(&i), func))
+        };
+        let upgrade = match (
+            export(UPGRADE_EXPORT, "save-state"),
+            export(UPGRADE_EXPORT, "migrate"),
+        ) {
+            (Some(save_state), Some(migrate)) => Some(UpgradeExports {
+                save_state,
+                migrate,
+            }),
+            _ => None,
+        };
+        Ok(Module {
+            name: Arc::from(name),
+            version: Arc::from(version),
+            hash: Arc::from(hash),
+            grants: grants.to_vec(),
+            pre,
+            supervise: export(SUPERVISOR_EXPORT, "supervise"),
+            upgrade,
+        })
+    }
+
+    /// The current version of a module.
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Module>> {
+        let map = self.read();
+        let entry = map.get(name)?;
+        entry.versions.get(&entry.current).cloned()
+    }
+
+    /// One version of a module.
+    pub(crate) fn get_version(&self, name: &str, version: &str) -> Option<Arc<Module>> {
+        self.read().get(name)?.versions.get(version).cloned()
+    }
+
+    fn set_current_in_memory(&self, name: &str, version: &str) -> bool {
+        match self.write().get_mut(name) {
+            Some(entry) if entry.versions.contains_key(version) => {
+                entry.current = version.to_owned();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Makes `version` the one new actors of `name` get (and records it).
+    pub(crate) fn set_current(&self, name: &str, version: &str) -> Result<bool, ModuleError> {
+        if !self.set_current_in_memory(name, version) {
+            return Ok(false);
+        }
+        if let Some(db) = &self.database {
+            records::set_current(db, name, version).map_err(ModuleError::Database)?;
+        }
+        Ok(true)
+    }
+
+    /// Removes a version (or every version), in memory and in the records: the caller checked
+    /// that no actor runs it.
+    pub(crate) fn remove(&self, name: &str, version: Option<&str>) -> Result<(), ModuleError> {
+        let current = {
+            let mut map = self.write();
+            let Some(entry) = map.get_mut(name) else {
+                return Ok(());
+            };
+            match version {
+                Some(v) => {
+                    entry.versions.remove(v);
+                }
+                None => entry.versions.clear(),
+            }
+            if entry.versions.is_empty() {
+                map.remove(name);
+                None
+            } else {
+                if !entry.versions.contains_key(&entry.current) {
+                    // The newest remaining version becomes current.
+                    if let Some(last) = entry.versions.keys().next_back().cloned() {
+                        entry.current = last;
+                    }
+                }
+                Some(entry.current.clone())
+            }
+        };
+        if let Some(db) = &self.database {
+            records::remove(db, name, version, current.as_deref())
+                .map_err(ModuleError::Database)?;
+        }
+        Ok(())
+    }
+
+    /// The names of all deployed modules, sorted.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Every deployed version, sorted by name and version.
+    pub(crate) fn list(&self) -> Vec<ModuleInfo> {
+        let map = self.read();
+        let mut out: Vec<ModuleInfo> = map
+            .iter()
+            .flat_map(|(name, entry)| {
+                entry.versions.values().map(move |m| ModuleInfo {
+                    name: name.clone(),
+                    version: m.version.to_string(),
+                    hash: m.hash.to_string(),
+                    current: *m.version == *entry.current,
+                    upgradable: m.upgrade.is_some(),
+                    grants: m.grants.clone(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+        out
+    }
+
+    /// Compilations and cache loads so far.
+    pub(crate) fn stats(&self) -> ModuleStats {
+        self.cache.stats()
+    }
+}

@@ -1,0 +1,164 @@
+//! The registry: every live actor (and external probe) by path.
+//!
+//! Invariants:
+//! - A path is held by at most one incarnation: it is claimed under the write lock (which makes
+//!   names unique among siblings) and released only by that incarnation.
+//! - Senders push under the read lock, so passivation (under the write lock, only with an empty
+//!   mailbox) never loses a message.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use crate::actor::mailbox::ActorRef;
+use crate::address::{ActorPath, Address};
+
+/// Live actors by path.
+#[derive(Default)]
+pub(crate) struct Registry {
+    by_path: RwLock<HashMap<ActorPath, ActorRef>>,
+}
+
+impl std::borrow::Borrow<str> for ActorPath {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Registry {
+    /// The live actor at `path`.
+    pub(crate) fn get(&self, path: &str) -> Option<ActorRef> {
+        self.by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .cloned()
+    }
+
+    /// Runs `f` on the live actor at `path` without cloning its handle (the send hot path).
+    pub(crate) fn with<R>(&self, path: &str, f: impl FnOnce(Option<&ActorRef>) -> R) -> R {
+        f(self
+            .by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path))
+    }
+
+    /// Claims the actor's path; gives the handle back if the path is taken.
+    pub(crate) fn insert(&self, actor: ActorRef) -> Result<(), ActorRef> {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        if map.contains_key(&actor.address.path) {
+            return Err(actor);
+        }
+        map.insert(actor.address.path.clone(), actor);
+        Ok(())
+    }
+
+    /// Releases a path, only if it still belongs to that incarnation.
+    pub(crate) fn remove(&self, address: &Address) {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        if map
+            .get(&address.path)
+            .is_some_and(|a| a.address.incarnation == address.incarnation)
+        {
+            map.remove(&address.path);
+        }
+    }
+
+    /// Passivates an idle actor: releases its path if its mailbox is empty. Senders push under
+    /// the read lock, so with the write lock held no message can slip in between the check
+    /// and the release.
+    pub(crate) fn passivate(&self, actor: &ActorRef) -> bool {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        let idle = map.get(&actor.address.path).is_some_and(|a| {
+            a.address.incarnation == actor.address.incarnation
+                && a.depth.load(std::sync::atomic::Ordering::Acquire) == 0
+        });
+        if idle {
+            map.remove(&actor.address.path);
+        }
+        idle
+    }
+
+    /// How many actors and probes are live.
+    pub(crate) fn len(&self) -> usize {
+        self.by_path.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// All live entries, sorted by path.
+    pub(crate) fn snapshot(&self) -> Vec<ActorRef> {
+        let mut all: Vec<ActorRef> = self
+            .by_path
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.address.path.cmp(&b.address.path));
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actor::mailbox::{self, Mailbox};
+    use crate::message::Envelope;
+
+    fn actor(path: &str, incarnation: u64) -> (ActorRef, Mailbox) {
+        let address = Address {
+            path: ActorPath::parse(path).unwrap(),
+            incarnation,
+        };
+        mailbox::mailbox(address, None, 10)
+    }
+
+    #[test]
+    fn a_path_is_claimed_once_until_its_incarnation_releases_it() {
+        let registry = Registry::default();
+        let (first, _m1) = actor("/user/a", 1);
+        let (second, _m2) = actor("/user/a", 2);
+        assert!(registry.insert(first.clone()).is_ok());
+        assert!(registry.insert(second.clone()).is_err(), "taken");
+        registry.remove(&second.address);
+        assert_eq!(
+            registry.get("/user/a").map(|a| a.address.incarnation),
+            Some(1),
+            "another incarnation does not release it"
+        );
+        registry.remove(&first.address);
+        assert!(registry.get("/user/a").is_none());
+        assert!(registry.insert(second).is_ok());
+    }
+
+    #[test]
+    fn only_an_idle_actor_is_passivated() {
+        let registry = Registry::default();
+        let (a, mut mailbox) = actor("/user/a", 1);
+        registry.insert(a.clone()).unwrap();
+        a.tell(Envelope::new(None, "k", Vec::new())).unwrap();
+        assert!(!registry.passivate(&a), "a queued message keeps it");
+        mailbox.try_next().unwrap();
+        let (stale, _m) = actor("/user/a", 7);
+        assert!(!registry.passivate(&stale), "only the live incarnation");
+        assert!(registry.passivate(&a));
+        assert!(registry.get("/user/a").is_none());
+    }
+
+    #[test]
+    fn snapshots_are_sorted_by_path() {
+        let registry = Registry::default();
+        let mut keep = Vec::new();
+        for (path, i) in [("/user/c", 1), ("/user/a", 2), ("/system/x", 3)] {
+            let (handle, mailbox) = actor(path, i);
+            registry.insert(handle).unwrap();
+            keep.push(mailbox);
+        }
+        let paths: Vec<String> = registry
+            .snapshot()
+            .into_iter()
+            .map(|a| a.address.path.to_string())
+            .collect();
+        assert_eq!(paths, ["/system/x", "/user/a", "/user/c"]);
+        assert_eq!(registry.len(), 3);
+    }
+}

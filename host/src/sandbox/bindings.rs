@@ -1,0 +1,46 @@
+//! Host-side bindings of the `mote:actor` world, generated from `wit/` at compile time, and the
+//! conversions between the host's types and the WIT ones.
+
+use crate::actor::supervisor::Directive;
+use crate::address::Address;
+use crate::message::StopReason;
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "actor-world",
+    exports: { default: async },
+});
+
+pub use mote::actor::types::{
+    Address as WitAddress, Directive as WitDirective, LogLevel, Message as WitMessage,
+    Scope as WitScope, SendError as WitSendError, SpawnError as WitSpawnError,
+    SpawnOptions as WitSpawnOptions, StopReason as WitStopReason, Strategy as WitStrategy,
+};
+
+/// An address as the guest sees it.
+pub(crate) fn to_wit_address(address: Address) -> WitAddress {
+    WitAddress {
+        path: address.path.as_str().to_owned(),
+        incarnation: address.incarnation,
+    }
+}
+
+/// A directive as the host reads it.
+pub(crate) fn from_wit_directive(d: WitDirective) -> Directive {
+    match d {
+        WitDirective::Resume => Directive::Resume,
+        WitDirective::Restart => Directive::Restart,
+        WitDirective::Stop => Directive::Stop,
+        WitDirective::Escalate => Directive::Escalate,
+    }
+}
+
+/// A stop reason as the guest sees it.
+pub(crate) fn to_wit_stop_reason(reason: &StopReason) -> WitStopReason {
+    match reason {
+        StopReason::Normal => WitStopReason::Normal,
+        StopReason::Failure(e) => WitStopReason::Failure(e.clone()),
+        StopReason::ParentFailure(e) => WitStopReason::ParentFailure(e.clone()),
+        StopReason::Shutdown => WitStopReason::Shutdown,
+    }
+}

@@ -1,0 +1,244 @@
+//! The meter of one actor's sandbox: how much linear memory it may have, how long one call may
+//! run, and how much time its calls have used so far.
+//!
+//! Invariants:
+//! - Linear memory never grows past the limit; an attempt is remembered, so the failure it
+//!   causes can say that the limit was the reason.
+//! - One call runs for at most its CPU deadline, counted in whole time slices (the epoch
+//!   callback charges one slice per tick the guest runs through).
+//! - [`Usage::cpu`] only grows, and counts only the time a call was actually being run on a
+//!   thread: a guest that yields (or waits for the scheduler after a time slice) is not charged
+//!   for the wait. Time spent in host imports during a call is the caller's.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use wasmtime::ResourceLimiter;
+
+/// The limits one call of a guest runs under, and what it has used of them.
+pub(crate) struct Meter {
+    memory_limit: usize,
+    cpu_deadline: Duration,
+    /// The length of one time slice.
+    slice: Duration,
+    /// Time slices the current call has run through.
+    slices_used: u64,
+    /// Set when the guest tried to grow its memory past the limit.
+    memory_hit: bool,
+    /// What this incarnation has used so far, over all its instances.
+    pub(crate) usage: std::sync::Arc<Usage>,
+}
+
+impl Meter {
+    /// A meter for calls of at most `cpu_deadline`, in slices of `slice`.
+    pub(crate) fn new(
+        memory_limit: usize,
+        cpu_deadline: Duration,
+        slice: Duration,
+        usage: std::sync::Arc<Usage>,
+    ) -> Self {
+        Meter {
+            memory_limit,
+            cpu_deadline,
+            slice,
+            slices_used: 0,
+            memory_hit: false,
+            usage,
+        }
+    }
+
+    /// Starts the budget of a new call.
+    pub(crate) fn begin_call(&mut self) {
+        self.slices_used = 0;
+    }
+
+    /// Charges one time slice; an error once the call has run past its CPU deadline.
+    pub(crate) fn charge_slice(&mut self) -> wasmtime::Result<()> {
+        self.slices_used += 1;
+        let used = self
+            .slice
+            .saturating_mul(u32::try_from(self.slices_used).unwrap_or(u32::MAX));
+        if used > self.cpu_deadline {
+            wasmtime::bail!(
+                "cpu deadline exceeded: one call ran longer than {:?}",
+                self.cpu_deadline
+            );
+        }
+        Ok(())
+    }
+
+    /// The memory limit, if the guest ran into it.
+    pub(crate) fn memory_hit(&self) -> Option<usize> {
+        self.memory_hit.then_some(self.memory_limit)
+    }
+}
+
+impl ResourceLimiter for Meter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            self.memory_hit = true;
+            wasmtime::bail!(
+                "memory limit exceeded: the actor asked for {desired} bytes, its limit is {} bytes",
+                self.memory_limit
+            );
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// The time one actor incarnation has lived and run, shared by its instances (a restart or an
+/// upgrade keeps counting).
+#[derive(Debug)]
+pub(crate) struct Usage {
+    born: Instant,
+    /// Nanoseconds of completed runs (polls) of its calls.
+    cpu_ns: AtomicU64,
+    /// When the run in progress began, in nanoseconds after `born` plus one; 0 between runs.
+    running_since: AtomicU64,
+}
+
+impl Usage {
+    /// A fresh account, born now.
+    pub(crate) fn new() -> Self {
+        Usage {
+            born: Instant::now(),
+            cpu_ns: AtomicU64::new(0),
+            running_since: AtomicU64::new(0),
+        }
+    }
+
+    /// Time since the incarnation was spawned.
+    pub(crate) fn age(&self) -> Duration {
+        self.born.elapsed()
+    }
+
+    /// Time its calls have run so far, including the run in progress.
+    pub(crate) fn cpu(&self) -> Duration {
+        let done = self.cpu_ns.load(Ordering::Relaxed);
+        let since = self.running_since.load(Ordering::Relaxed);
+        let current = match since {
+            0 => 0,
+            start => nanos(self.born.elapsed()).saturating_sub(start - 1),
+        };
+        Duration::from_nanos(done.saturating_add(current))
+    }
+
+    fn start_run(&self) -> Instant {
+        let now = Instant::now();
+        let since = nanos(now.duration_since(self.born)).saturating_add(1);
+        self.running_since.store(since, Ordering::Relaxed);
+        now
+    }
+
+    fn end_run(&self, began: Instant) {
+        self.running_since.store(0, Ordering::Relaxed);
+        self.cpu_ns
+            .fetch_add(nanos(began.elapsed()), Ordering::Relaxed);
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Runs a guest call, charging each of its runs (polls) to `usage`.
+pub(crate) async fn metered<F: Future>(call: F, usage: &Usage) -> F::Output {
+    Metered {
+        call: std::pin::pin!(call),
+        usage,
+    }
+    .await
+}
+
+/// A guest call whose every run (poll) is charged to a [`Usage`].
+struct Metered<'u, F> {
+    call: F,
+    usage: &'u Usage,
+}
+
+impl<F: Future + Unpin> Future for Metered<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let began = self.usage.start_run();
+        let polled = Pin::new(&mut self.call).poll(cx);
+        self.usage.end_run(began);
+        polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_deadline_counts_whole_slices_of_one_call() {
+        let usage = std::sync::Arc::new(Usage::new());
+        let mut meter = Meter::new(
+            1 << 20,
+            Duration::from_millis(25),
+            Duration::from_millis(10),
+            usage,
+        );
+        meter.begin_call();
+        assert!(meter.charge_slice().is_ok());
+        assert!(meter.charge_slice().is_ok());
+        assert!(
+            meter.charge_slice().is_err(),
+            "30 ms is past a 25 ms deadline"
+        );
+        meter.begin_call();
+        assert!(meter.charge_slice().is_ok(), "each call has its own budget");
+    }
+
+    #[test]
+    fn growing_past_the_memory_limit_is_refused_and_remembered() {
+        let usage = std::sync::Arc::new(Usage::new());
+        let mut meter = Meter::new(
+            4096,
+            Duration::from_secs(1),
+            Duration::from_millis(10),
+            usage,
+        );
+        assert!(meter.memory_growing(0, 4096, None).unwrap());
+        assert_eq!(meter.memory_hit(), None);
+        assert!(meter.memory_growing(4096, 8192, None).is_err());
+        assert_eq!(meter.memory_hit(), Some(4096));
+    }
+
+    #[test]
+    fn only_running_time_is_charged() {
+        let usage = Usage::new();
+        assert_eq!(usage.cpu(), Duration::ZERO);
+        let began = usage.start_run();
+        let busy = Instant::now();
+        while busy.elapsed() < Duration::from_millis(5) {}
+        assert!(
+            usage.cpu() >= Duration::from_millis(5),
+            "a run in progress counts"
+        );
+        usage.end_run(began);
+        let after_run = usage.cpu();
+        assert!(after_run >= Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(usage.cpu(), after_run, "time between runs is not charged");
+        assert!(usage.age() >= after_run + Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,339 @@
+//! The database: one redb file that every durable part of the host writes to.
+//!
+//! This module owns the file, its `meta` table and the schema version; the tables themselves
+//! belong to their users, who create them when they start: the persistence capability's
+//! snapshots, events, sequences, outbox and reminders, and the module registry's `modules`.
+//!
+//! | table  | key  | value                                                         |
+//! |--------|------|---------------------------------------------------------------|
+//! | `meta` | name | `magic` (`mote-store`), `schema` (u32 LE), and its users' counters |
+//!
+//! Invariants:
+//! - A file is used only if it is new, empty, or carries Mote's magic and a schema version this
+//!   build knows ([`SCHEMA_VERSION`]); anything else is refused, and nothing of Mote's is
+//!   written into it.
+//! - Reads run in their own read transactions and see the last commit; they never block the
+//!   writer. There is one write transaction at a time (redb's rule): the committer's, or a
+//!   short one of the module registry.
+//! - After [`Database::close`] every call fails with [`DatabaseError::Closed`].
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use redb::{ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, WriteTransaction};
+
+/// The version of the table layout this Mote writes.
+pub const SCHEMA_VERSION: u32 = 1;
+const MAGIC: &[u8] = b"mote-store";
+
+/// The table of names and small values: the magic, the schema version, users' counters.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// Why the database could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// The file could not be opened as a database (missing directory, corrupt, not redb, locked).
+    #[error("cannot open database {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why, as redb or the OS put it.
+        #[source]
+        source: redb::DatabaseError,
+    },
+    /// The file is a redb database, but not one Mote wrote.
+    #[error("database {} is not a Mote store (it has no Mote metadata)", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was written by a newer Mote with a layout this one does not know.
+    #[error(
+        "database {} has schema version {found}; this Mote understands up to version \
+         {supported}: upgrade Mote",
+        path.display()
+    )]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// A read or write failed.
+    #[error("database operation failed")]
+    Storage(#[source] redb::Error),
+    /// A stored record could not be decoded: the file is damaged.
+    #[error("damaged record in table {table}")]
+    Damaged {
+        /// The table.
+        table: &'static str,
+        /// What was wrong with it.
+        #[source]
+        source: postcard::Error,
+    },
+    /// The database has been closed (the host is shutting down).
+    #[error("the database is closed")]
+    Closed,
+}
+
+/// Wraps any of redb's errors.
+pub(crate) fn failed(e: impl Into<redb::Error>) -> DatabaseError {
+    DatabaseError::Storage(e.into())
+}
+
+/// Decodes a postcard record of `table`.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    bytes: &[u8],
+) -> Result<T, DatabaseError> {
+    postcard::from_bytes(bytes).map_err(|source| DatabaseError::Damaged { table, source })
+}
+
+/// Encodes a postcard record.
+pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    // Mote's records are plain structs of strings, bytes and integers: encoding cannot fail.
+    postcard::to_allocvec(value).unwrap_or_default()
+}
+
+/// An open database file.
+pub struct Database {
+    /// `None` once closed.
+    db: RwLock<Option<redb::Database>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl Database {
+    /// Opens the database at `path`, creating the file if it does not exist.
+    pub fn open(path: impl AsRef<Path>) -> Result<Database, DatabaseError> {
+        let path = path.as_ref().to_path_buf();
+        let fresh = !path.exists();
+        let db = if fresh {
+            redb::Database::create(&path)
+        } else {
+            redb::Database::open(&path)
+        }
+        .map_err(|source| DatabaseError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        let database = Database {
+            db: RwLock::new(Some(db)),
+            path,
+        };
+        database.check_or_init()?;
+        Ok(database)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Begins a read transaction on the last commit.
+    pub(crate) fn read(&self) -> Result<ReadTransaction, DatabaseError> {
+        let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+        db.as_ref()
+            .ok_or(DatabaseError::Closed)?
+            .begin_read()
+            .map_err(failed)
+    }
+
+    /// Begins the (only) write transaction.
+    pub(crate) fn write(&self) -> Result<WriteTransaction, DatabaseError> {
+        let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+        db.as_ref()
+            .ok_or(DatabaseError::Closed)?
+            .begin_write()
+            .map_err(failed)
+    }
+
+    /// Runs `f` in a write transaction of its own and commits it.
+    pub(crate) fn write_with(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<(), DatabaseError>,
+    ) -> Result<(), DatabaseError> {
+        let txn = self.write()?;
+        f(&txn)?;
+        txn.commit().map_err(failed)
+    }
+
+    /// Closes the file; later calls fail with [`DatabaseError::Closed`].
+    pub(crate) fn close(&self) {
+        self.db.write().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    fn check_or_init(&self) -> Result<(), DatabaseError> {
+        let has_meta = {
+            let read = self.read()?;
+            let tables: Vec<String> = read
+                .list_tables()
+                .map_err(failed)?
+                .map(|t| t.name().to_owned())
+                .collect();
+            if tables.is_empty() {
+                // New, or created and never written: adopt it.
+                false
+            } else if !tables.iter().any(|t| t == META.name()) {
+                return Err(DatabaseError::Foreign {
+                    path: self.path.clone(),
+                });
+            } else {
+                true
+            }
+        };
+        if !has_meta {
+            return self.write_with(|txn| {
+                let mut meta = txn.open_table(META).map_err(failed)?;
+                meta.insert("magic", MAGIC).map_err(failed)?;
+                meta.insert("schema", &SCHEMA_VERSION.to_le_bytes()[..])
+                    .map_err(failed)?;
+                Ok(())
+            });
+        }
+        let read = self.read()?;
+        let meta = read.open_table(META).map_err(failed)?;
+        let magic = meta.get("magic").map_err(failed)?;
+        if magic.as_ref().map(|m| m.value()) != Some(MAGIC) {
+            return Err(DatabaseError::Foreign {
+                path: self.path.clone(),
+            });
+        }
+        let schema = meta
+            .get("schema")
+            .map_err(failed)?
+            .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
+            .map(u32::from_le_bytes)
+            .unwrap_or(0);
+        if schema != SCHEMA_VERSION {
+            return Err(DatabaseError::Schema {
+                path: self.path.clone(),
+                found: schema,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// A little-endian u64 kept in `meta` under `key` (0 if absent).
+    pub(crate) fn counter(&self, key: &str) -> Result<u64, DatabaseError> {
+        let read = self.read()?;
+        let meta = read.open_table(META).map_err(failed)?;
+        Ok(meta
+            .get(key)
+            .map_err(failed)?
+            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+            .map_or(0, u64::from_le_bytes))
+    }
+}
+
+/// Records a little-endian u64 in `meta` under `key`, inside `txn`.
+pub(crate) fn set_counter(
+    txn: &WriteTransaction,
+    key: &str,
+    value: u64,
+) -> Result<(), DatabaseError> {
+    let mut meta = txn.open_table(META).map_err(failed)?;
+    meta.insert(key, &value.to_le_bytes()[..]).map_err(failed)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "mote-db-unit-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn a_new_file_gets_the_magic_and_schema_and_opens_again() {
+        let path = temp("new.redb");
+        {
+            let db = Database::open(&path).unwrap();
+            db.write_with(|txn| set_counter(txn, "n", 7)).unwrap();
+        }
+        let db = Database::open(&path).unwrap();
+        assert_eq!(db.counter("n").unwrap(), 7);
+        assert_eq!(db.counter("absent").unwrap(), 0);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_file_of_another_program_is_refused_untouched() {
+        let path = temp("theirs.redb");
+        {
+            let db = redb::Database::create(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(TableDefinition::<&str, u64>::new("theirs"))
+                .unwrap()
+                .insert("k", 1)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        assert!(matches!(
+            Database::open(&path),
+            Err(DatabaseError::Foreign { .. })
+        ));
+        let db = redb::Database::open(&path).unwrap();
+        let read = db.begin_read().unwrap();
+        let tables: Vec<String> = read
+            .list_tables()
+            .unwrap()
+            .map(|t| t.name().to_owned())
+            .collect();
+        assert_eq!(tables, ["theirs"], "no table of Mote's was added");
+        let theirs = read
+            .open_table(TableDefinition::<&str, u64>::new("theirs"))
+            .unwrap();
+        assert_eq!(theirs.get("k").unwrap().map(|v| v.value()), Some(1));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let path = temp("newer.redb");
+        {
+            let db = Database::open(&path).unwrap();
+            db.write_with(|txn| {
+                let mut meta = txn.open_table(META).map_err(failed)?;
+                meta.insert("schema", &(SCHEMA_VERSION + 1).to_le_bytes()[..])
+                    .map_err(failed)?;
+                Ok(())
+            })
+            .unwrap();
+        }
+        match Database::open(&path) {
+            Err(DatabaseError::Schema { found, .. }) => assert_eq!(found, SCHEMA_VERSION + 1),
+            other => panic!("expected a schema error, got {other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_closed_database_refuses_every_call() {
+        let path = temp("closed.redb");
+        let db = Database::open(&path).unwrap();
+        db.close();
+        assert!(matches!(db.read(), Err(DatabaseError::Closed)));
+        assert!(matches!(db.write(), Err(DatabaseError::Closed)));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+}

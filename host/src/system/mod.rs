@@ -1,0 +1,581 @@
+//! `ActorSystem`: the public face of a host, and how the outside world (the CLI, an embedding
+//! program, a test) deploys, spawns, sends, stops and shuts down. It wires the layers together
+//! at start (engine, capabilities, module registry, kernel) and otherwise only delegates.
+
+mod probe;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use wasmtime::component::Linker;
+
+pub use self::probe::Probe;
+use crate::actor::launch::Launcher;
+use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
+use crate::actor::supervisor::Strategy;
+use crate::address::{ActorPath, Address};
+use crate::caps::Caps;
+use crate::caps::capability::Env;
+use crate::caps::messaging::ask::{self, Answer, AskError};
+use crate::caps::persistence::entities::EntityOptions;
+use crate::config::HostConfig;
+use crate::deploy::cache::ModuleStats;
+use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
+use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
+use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
+use crate::kernel::Kernel;
+use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
+use crate::kernel::guardian::SupervisionEvent;
+use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
+use crate::message::{Envelope, StopReason};
+use crate::sandbox::engine::{EpochTicker, build_engine};
+use crate::storage::{CommitStats, Database};
+
+/// Information about one live actor, as shown by `tree`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// Its address.
+    pub address: Address,
+    /// The module it runs, `None` for host endpoints such as probes.
+    pub module: Option<String>,
+    /// The version of that module it runs.
+    pub version: Option<String>,
+    /// Messages waiting in its mailbox.
+    pub mailbox_depth: usize,
+}
+
+/// A host of wasm actors. Create one inside a tokio runtime with [`ActorSystem::new`].
+pub struct ActorSystem {
+    kernel: Arc<Kernel>,
+    caps: Arc<Caps>,
+    modules: Arc<Modules>,
+    database: Option<Arc<Database>>,
+}
+
+impl ActorSystem {
+    /// Creates a system on the current tokio runtime: multi-threaded, with the time driver
+    /// enabled (`enable_all`), which timers, asks and backoff need.
+    pub fn new(config: HostConfig) -> Result<Self, HostError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
+        let engine = build_engine(&config)?;
+        let mut linker = Linker::new(&engine);
+        Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
+        let ticker = match config.epoch_interruption {
+            true => Some(EpochTicker::start(&engine, &config)?),
+            false => None,
+        };
+        let database = match &config.storage {
+            Some(path) => Some(Arc::new(Database::open(path)?)),
+            None => None,
+        };
+        let caps = Arc::new(Caps::new(&Env {
+            config: &config,
+            database: database.as_ref(),
+        })?);
+        let cache = config.module_cache.clone().or_else(|| {
+            config
+                .storage
+                .as_ref()
+                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
+        });
+        let modules = Arc::new(Modules::new(engine, linker, cache, database.clone())?);
+        let kernel = Arc::new(Kernel::new(config, runtime));
+        kernel.plug(Arc::new(Launcher::new(
+            caps.clone(),
+            modules.clone(),
+            ticker,
+        )));
+        caps.started(&kernel);
+        Ok(ActorSystem {
+            kernel,
+            caps,
+            modules,
+            database,
+        })
+    }
+
+    /// Deploys a module from a `.wasm` component file under `name` (version
+    /// [`DEFAULT_VERSION`]).
+    pub fn deploy_file(&self, name: &str, path: impl AsRef<Path>) -> Result<(), ModuleError> {
+        self.deploy_file_version(name, DEFAULT_VERSION, path)
+    }
+
+    /// Deploys a module from the bytes of a `.wasm` component under `name`.
+    pub fn deploy(&self, name: &str, bytes: &[u8]) -> Result<(), ModuleError> {
+        self.deploy_version(name, DEFAULT_VERSION, bytes).map(drop)
+    }
+
+    /// Deploys a version of a module from a `.wasm` file.
+    pub fn deploy_file_version(
+        &self,
+        name: &str,
+        version: &str,
+        path: impl AsRef<Path>,
+    ) -> Result<(), ModuleError> {
+        let bytes = Modules::read_file(path.as_ref())?;
+        self.deploy_version(name, version, &bytes).map(drop)
+    }
+
+    /// Deploys a version of a module. The same bytes under the same name and version again
+    /// are a no-op (returns false); other bytes replace that version if no actor runs it and
+    /// are refused otherwise. With a database the version is recorded there, so a restarted
+    /// host has it again.
+    pub fn deploy_version(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+    ) -> Result<bool, ModuleError> {
+        self.deploy_granted(name, version, bytes, &[])
+    }
+
+    /// Deploys a version of a module granted more than the defaults: `wasi:http` lets it make
+    /// outgoing HTTP requests through the host. Without the grant such a component is refused,
+    /// and a grant no capability gives is an error.
+    pub fn deploy_granted(
+        &self,
+        name: &str,
+        version: &str,
+        bytes: &[u8],
+        grants: &[String],
+    ) -> Result<bool, ModuleError> {
+        let in_use = self.running(name, version) > 0;
+        self.modules.deploy(name, version, bytes, grants, !in_use)
+    }
+
+    /// The names of the deployed modules.
+    pub fn modules(&self) -> Vec<String> {
+        self.modules.names()
+    }
+
+    /// Every deployed module version, with its content hash and whether it is current.
+    pub fn module_list(&self) -> Vec<ModuleInfo> {
+        self.modules.list()
+    }
+
+    /// How many modules were compiled and how many loaded from the compiled cache.
+    pub fn module_stats(&self) -> ModuleStats {
+        self.modules.stats()
+    }
+
+    /// Upgrades the actor at `target` (a path), or every actor of the module `target` (a name),
+    /// to `version` of its module; see [`UpgradeReport`].
+    pub async fn upgrade(
+        &self,
+        target: &str,
+        version: &str,
+    ) -> Result<UpgradeReport, UpgradeError> {
+        self.upgrade_with(target, version, UpgradeOptions::default(), None)
+            .await
+    }
+
+    /// [`ActorSystem::upgrade`] with options and a channel that receives progress.
+    pub async fn upgrade_with(
+        &self,
+        target: &str,
+        version: &str,
+        options: UpgradeOptions,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<UpgradeProgress>>,
+    ) -> Result<UpgradeReport, UpgradeError> {
+        let (name, actors, whole) = if target.starts_with('/') {
+            let actor = self
+                .kernel
+                .registry
+                .get(target)
+                .filter(|a| a.module.is_some() && a.system.is_some())
+                .ok_or_else(|| UpgradeError::NoActor(target.to_owned()))?;
+            let name = actor.module.as_deref().unwrap_or_default().to_owned();
+            (name, vec![actor], false)
+        } else {
+            let actors: Vec<ActorRef> = self
+                .kernel
+                .registry
+                .snapshot()
+                .into_iter()
+                .filter(|a| a.module.as_deref() == Some(target) && a.system.is_some())
+                .collect();
+            (target.to_owned(), actors, true)
+        };
+        let module =
+            self.modules
+                .get_version(&name, version)
+                .ok_or_else(|| ModuleError::Unknown {
+                    name: name.clone(),
+                    version: Some(version.to_owned()),
+                })?;
+        tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
+        let mut report = upgrade::upgrade_actors(module, actors, options, progress).await;
+        if whole && report.failed.is_empty() {
+            self.modules.set_current(&name, version)?;
+            report.current = true;
+        }
+        tracing::info!(
+            module = %name,
+            version,
+            upgraded = report.upgraded.len(),
+            unchanged = report.unchanged,
+            failed = report.failed.len(),
+            "upgrade finished"
+        );
+        Ok(report)
+    }
+
+    /// How many live actors run this version of this module.
+    fn running(&self, name: &str, version: &str) -> usize {
+        self.kernel
+            .registry
+            .snapshot()
+            .iter()
+            .filter(|a| {
+                a.module.as_deref() == Some(name) && a.running_version().as_deref() == Some(version)
+            })
+            .count()
+    }
+
+    /// Removes one version of a module (or all of them): refused while a live actor runs it.
+    pub fn remove_module(&self, name: &str, version: Option<&str>) -> Result<(), ModuleError> {
+        let listed = self.modules.list();
+        let versions: Vec<&ModuleInfo> = listed
+            .iter()
+            .filter(|m| m.name == name && version.is_none_or(|v| v == m.version))
+            .collect();
+        if versions.is_empty() {
+            return Err(ModuleError::Unknown {
+                name: name.to_owned(),
+                version: version.map(str::to_owned),
+            });
+        }
+        for info in &versions {
+            let actors = self.running(name, &info.version);
+            if actors > 0 {
+                return Err(ModuleError::InUse {
+                    name: name.to_owned(),
+                    version: info.version.clone(),
+                    actors,
+                });
+            }
+        }
+        self.modules.remove(name, version)?;
+        tracing::info!(
+            module = name,
+            version = version.unwrap_or("*"),
+            "module removed"
+        );
+        Ok(())
+    }
+
+    /// Spawns a top-level actor at `/user/<name>` (give the name or the full path).
+    pub fn spawn(
+        &self,
+        name_or_path: &str,
+        module: &str,
+        init: &[u8],
+    ) -> Result<Address, SpawnError> {
+        self.spawn_with(name_or_path, module, init, SpawnOptions::default())
+    }
+
+    /// Spawns a top-level actor with its own limits.
+    pub fn spawn_with(
+        &self,
+        name_or_path: &str,
+        module: &str,
+        init: &[u8],
+        options: SpawnOptions,
+    ) -> Result<Address, SpawnError> {
+        let limits = Limits::of(&self.kernel.config, &options);
+        let path = match name_or_path.strip_prefix("/user/") {
+            Some(name) => ActorPath::user_root().child(name),
+            None if name_or_path.starts_with('/') => Err(AddressError::InvalidPath(
+                name_or_path.to_owned(),
+                "actors spawned from outside live directly under /user".to_owned(),
+            )),
+            None => ActorPath::user_root().child(name_or_path),
+        }?;
+        let actor = self.kernel.spawn_top_level(SpawnRequest {
+            path,
+            module: module.to_owned(),
+            init: init.to_vec(),
+            parent: None,
+            limits,
+            passivate_after: None,
+        })?;
+        Ok(actor.address)
+    }
+
+    /// Gives the top-level actor at `path` a restart strategy of its own instead of the
+    /// guardian's (`root_strategy`); set it before spawning. Its scope is always one-for-one.
+    pub fn set_top_level_strategy(&self, path: &str, strategy: Strategy) {
+        self.kernel.guardian.set_strategy(path, strategy);
+    }
+
+    /// Sends a message from outside (no sender) to an absolute path.
+    pub fn tell(&self, to: &str, kind: &str, body: Vec<u8>) -> Result<(), SendError> {
+        tell_outside(&self.kernel, None, to, kind, body)
+    }
+
+    /// Stops the actor at `path` after its current message; false if none lives there.
+    pub fn stop(&self, path: &str) -> bool {
+        self.kernel.stop(path, StopReason::Normal)
+    }
+
+    /// Queues a poison pill: the actor stops once it has handled what was queued before it.
+    pub fn poison_pill(&self, path: &str) -> bool {
+        self.kernel
+            .registry
+            .get(path)
+            .is_some_and(|a| a.system.is_some() && a.user.send(UserMsg::PoisonPill).is_ok())
+    }
+
+    /// The current address of the actor at `path`, if one lives there.
+    pub fn lookup(&self, path: &str) -> Option<Address> {
+        self.kernel.registry.get(path).map(|a| a.address)
+    }
+
+    /// Resolves once the given incarnation has terminated (at once if it already has).
+    pub async fn terminated(&self, address: &Address) {
+        let lifeline = match self.kernel.registry.get(address.path.as_str()) {
+            Some(a) if a.address.incarnation == address.incarnation => a.lifeline,
+            _ => return,
+        };
+        lifeline.terminated().await;
+    }
+
+    /// Resolves once no actor is left under `/user` (top-level actors all stopped).
+    pub async fn user_actors_stopped(&self) {
+        self.kernel.guardian.emptied().await;
+    }
+
+    /// All live actors and probes, sorted by path.
+    pub fn tree(&self) -> Vec<ActorInfo> {
+        self.kernel
+            .registry
+            .snapshot()
+            .into_iter()
+            .map(|a| ActorInfo {
+                mailbox_depth: a.depth.load(std::sync::atomic::Ordering::Relaxed),
+                version: a.running_version().map(|v| v.to_string()),
+                address: a.address,
+                module: a.module.map(|m| m.to_string()),
+            })
+            .collect()
+    }
+
+    /// How many dead letters this system has seen.
+    pub fn dead_letter_count(&self) -> u64 {
+        self.kernel.dead_letters.count()
+    }
+
+    /// A stream of the dead letters from now on.
+    pub fn subscribe_dead_letters(&self) -> broadcast::Receiver<DeadLetter> {
+        self.kernel.dead_letters.subscribe()
+    }
+
+    /// Asks from outside: sends the request with a fresh `/system/ask/<id>` sender and waits for
+    /// the first reply, at most `timeout`.
+    pub async fn ask(
+        &self,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Envelope, AskError> {
+        let path = check_outside(&self.kernel, to, &body)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Some(endpoint) = ask::endpoint(&self.kernel, timeout, Answer::Outside(tx)) {
+            let request = Envelope::new(Some(endpoint), kind, body);
+            self.kernel.tell_address(path.as_str(), None, request);
+        }
+        rx.await.unwrap_or(Err(AskError::Timeout(timeout)))
+    }
+
+    /// Replies that arrived after their ask had been answered or had timed out (dropped).
+    pub fn late_replies(&self) -> u64 {
+        self.caps.messaging.late_replies()
+    }
+
+    /// Publishes from outside (no sender) to every subscriber of `topic`; returns how many.
+    pub fn publish(&self, topic: &str, kind: &str, body: Vec<u8>) -> u32 {
+        self.caps
+            .messaging
+            .publish(&self.kernel, topic, Envelope::new(None, kind, body))
+    }
+
+    /// Subscribes a fresh probe (`/system/sub-<n>`) to `topic`: its `recv` yields the topic's
+    /// messages in publish order. Dropping it unsubscribes.
+    pub fn subscribe(&self, topic: &str) -> Result<Probe, SpawnError> {
+        let n = self.kernel.peek_incarnation();
+        let probe = self.probe(&format!("sub-{n}"))?;
+        self.caps.messaging.topics.join(topic, probe.address());
+        Ok(probe)
+    }
+
+    /// Sends from outside to the member of `group` with the shortest mailbox; false if the group
+    /// has no live member.
+    pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
+        self.caps
+            .messaging
+            .tell_group(&self.kernel, group, Envelope::new(None, kind, body))
+    }
+
+    /// Sends from outside to every member of `group`; returns how many it reached.
+    pub fn broadcast_group(&self, group: &str, kind: &str, body: Vec<u8>) -> u32 {
+        self.caps
+            .messaging
+            .broadcast_group(&self.kernel, group, Envelope::new(None, kind, body))
+    }
+
+    /// Schedules a message from outside (no sender) to `to` after `delay`, then every `period`;
+    /// returns the timer id for [`ActorSystem::cancel_timer`].
+    pub fn schedule(
+        &self,
+        to: &str,
+        kind: &str,
+        body: Vec<u8>,
+        delay: Duration,
+        period: Option<Duration>,
+    ) -> Result<u64, SendError> {
+        ActorPath::check(to)?;
+        let envelope = Envelope::new(None, kind, body);
+        Ok(self
+            .caps
+            .timers
+            .schedule(None, to, None, envelope, delay, period))
+    }
+
+    /// Cancels a timer scheduled with [`ActorSystem::schedule`]; false if it is gone.
+    pub fn cancel_timer(&self, id: u64) -> bool {
+        self.caps.timers.cancel(None, id)
+    }
+
+    /// Timers pending in the system.
+    pub fn pending_timers(&self) -> usize {
+        self.caps.timers.pending()
+    }
+
+    /// A stream of supervision decisions from now on: which actor failed, why, and what was done.
+    pub fn subscribe_supervision(&self) -> broadcast::Receiver<SupervisionEvent> {
+        self.kernel.guardian.subscribe()
+    }
+
+    /// Registers an external endpoint at `/system/<name>` that receives messages, for tests and
+    /// embedding programs. It is removed when dropped.
+    pub fn probe(&self, name: &str) -> Result<Probe, SpawnError> {
+        let path = ActorPath::system_root().child(name)?;
+        if path.as_str() == DEAD_LETTERS_PATH {
+            return Err(SpawnError::NameTaken(path.to_string()));
+        }
+        Probe::register(self.kernel.clone(), self.caps.clone(), path)
+    }
+
+    /// Stops every actor (children first, `stopping` with reason shutdown) and waits for them, up
+    /// to the configured shutdown timeout. Returns the paths still alive at the deadline.
+    pub async fn shutdown(&self) -> Result<(), Vec<String>> {
+        self.kernel.begin_shutdown();
+        self.signal_top_level(StopReason::Shutdown);
+        let wait = self.user_actors_stopped();
+        if tokio::time::timeout(self.kernel.config.shutdown_timeout, wait)
+            .await
+            .is_err()
+        {
+            let alive: Vec<String> = self
+                .tree()
+                .into_iter()
+                .filter(|i| i.module.is_some())
+                .map(|i| i.address.path.to_string())
+                .collect();
+            tracing::warn!(?alive, "shutdown timed out");
+            return Err(alive);
+        }
+        self.caps.shutdown().await;
+        if let Some(db) = &self.database {
+            db.close();
+        }
+        tracing::info!("actor system shut down");
+        Ok(())
+    }
+
+    /// Registers an entity kind: messages to `/user/<kind>/<id>` activate an actor of `module`
+    /// (its init is the id) when none is live. Entities with recovered messages or reminders
+    /// waiting are activated at once; returns how many.
+    pub fn register_entity(
+        &self,
+        kind: &str,
+        module: &str,
+        options: EntityOptions,
+    ) -> Result<usize, SpawnError> {
+        if self.modules.get(module).is_none() {
+            return Err(SpawnError::UnknownModule(module.to_owned()));
+        }
+        self.caps
+            .persistence
+            .register_entity(&self.kernel, kind, module, options)
+    }
+
+    /// How many actors (and probes and ask endpoints) are live now.
+    pub fn live_actors(&self) -> usize {
+        self.kernel.registry.len()
+    }
+
+    /// The committer's counters, if the host has a database.
+    pub fn commit_stats(&self) -> Option<CommitStats> {
+        self.caps.persistence.stats()
+    }
+
+    /// The database file, if the host has one.
+    pub fn store_path(&self) -> Option<&Path> {
+        self.database.as_ref().map(|db| db.path())
+    }
+
+    fn signal_top_level(&self, reason: StopReason) {
+        for actor in self.kernel.guardian.children() {
+            actor.signal(SystemMsg::Stop(reason.clone()));
+        }
+    }
+}
+
+impl Drop for ActorSystem {
+    fn drop(&mut self) {
+        // Without a graceful shutdown the actors would outlive their handle: stop them.
+        self.kernel.begin_shutdown();
+        self.signal_top_level(StopReason::Shutdown);
+    }
+}
+
+/// Checks a send from outside: an absolute path and a body within the size limit.
+fn check_outside(kernel: &Kernel, to: &str, body: &[u8]) -> Result<ActorPath, SendError> {
+    let path = ActorPath::parse(to)?;
+    let limit = kernel.config.max_message_bytes;
+    if body.len() > limit {
+        return Err(SendError::TooLarge {
+            size: body.len(),
+            limit,
+        });
+    }
+    Ok(path)
+}
+
+/// A send from outside the system: the path is checked and the size limit applies.
+fn tell_outside(
+    kernel: &Arc<Kernel>,
+    sender: Option<Address>,
+    to: &str,
+    kind: &str,
+    body: Vec<u8>,
+) -> Result<(), SendError> {
+    let path = check_outside(kernel, to, &body)?;
+    let envelope = Envelope::new(sender, kind, body);
+    match kernel.deliver(path.as_str(), None, envelope) {
+        Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
+            Err(SendError::MailboxFull {
+                path: undelivered.target,
+            })
+        }
+        Some(undelivered) => {
+            kernel.dead_letter(undelivered.envelope, undelivered.target, undelivered.reason);
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}

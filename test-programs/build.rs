@@ -1,0 +1,415 @@
+//! Builds the example actors in `example-actors/` to wasm32-wasip2 components, the way
+//! wasmtime's `test-programs/artifacts` does, and tells the crate where they are. This is the
+//! only build script of the workspace that runs cargo, pip or npm: an embedder who depends on
+//! `mote-host` alone runs none of them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let root = manifest_dir
+        .parent()
+        .expect("test-programs/ has a parent")
+        .to_path_buf();
+    let examples = root.join("example-actors");
+    println!("cargo:rerun-if-env-changed=MOTE_SKIP_GUESTS");
+    if !examples.join("Cargo.toml").exists() || std::env::var_os("MOTE_SKIP_GUESTS").is_some() {
+        return;
+    }
+    for dir in ["guest-sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    // Everything in example-actors/ but the build output and the installed toolchains.
+    for entry in std::fs::read_dir(&examples).expect("example-actors/ is readable") {
+        let path = entry.expect("example-actors/ is readable").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if !matches!(name, "target" | ".toolchains") {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    ensure_target();
+    let target_dir = examples.join("target");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&examples)
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
+    // Settings meant for the host build must not leak into the guest build.
+    for var in [
+        "CARGO_TARGET_DIR",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_MANIFEST_PATH",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd
+        .status()
+        .expect("failed to run cargo for the example actors");
+    assert!(
+        status.success(),
+        "building example-actors for wasm32-wasip2 failed"
+    );
+    let out = target_dir.join("wasm32-wasip2").join("release");
+    python::build(&root, &examples, &out);
+    js::build(&root, &examples, &out);
+    c::build(&root, &examples, &out);
+    println!("cargo:rustc-env=MOTE_EXAMPLES_DIR={}", out.display());
+}
+
+/// The Python example actors: a project-local venv with componentize-py, then one component
+/// per `example-actors/python/py_*.py`, rebuilt when a Python file or the WIT changes.
+mod python {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::stale_sources;
+
+    /// The componentize-py release the Python actors are built with.
+    const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("python");
+        let stale = stale_sources(root, &sources, "py", "py_", out);
+        if stale.is_empty() {
+            return;
+        }
+        let componentize = toolchain(examples);
+        for actor in &stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("python file names are UTF-8");
+            let wasm = out.join(format!("{module}.wasm"));
+            let status = Command::new(&componentize)
+                .current_dir(&sources)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .args(["-d"])
+                .arg(root.join("wit"))
+                .args(["-w", "actor-world", "componentize", module, "-p"])
+                .arg(&sources)
+                .arg("-o")
+                .arg(&wasm)
+                .status()
+                .expect("failed to run componentize-py");
+            assert!(
+                status.success(),
+                "componentize-py failed for {}",
+                actor.display()
+            );
+        }
+        // componentize-py leaves bytecode beside the sources; it is not an input.
+        let _ = std::fs::remove_dir_all(sources.join("__pycache__"));
+    }
+
+    /// The venv's componentize-py, installing both if needed.
+    pub(super) fn toolchain(examples: &Path) -> PathBuf {
+        let venv = examples.join(".toolchains").join("python");
+        let bin = venv.join("bin");
+        let componentize = bin.join("componentize-py");
+        if componentize.exists() {
+            return componentize;
+        }
+        let how = "the Python example actors need python3 with venv and pip \
+                   (Debian: apt-get install python3 python3-venv)";
+        if !bin.join("pip").exists() {
+            println!("cargo:warning=creating a Python venv in {}", venv.display());
+            let status = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .unwrap_or_else(|e| panic!("cannot run python3 ({e}): {how}"));
+            assert!(status.success(), "python3 -m venv failed: {how}");
+        }
+        println!(
+            "cargo:warning=installing {COMPONENTIZE_PY} from PyPI into {}",
+            venv.display()
+        );
+        let status = Command::new(bin.join("pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                COMPONENTIZE_PY,
+            ])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run pip ({e}): {how}"));
+        assert!(
+            status.success(),
+            "pip install {COMPONENTIZE_PY} failed (it needs PyPI): {how}"
+        );
+        componentize
+    }
+}
+
+/// The sources `<dir>/<prefix>*.<ext>` whose component in `out` is missing or older than a file
+/// in `dir` or in the WIT.
+fn stale_sources(root: &Path, dir: &Path, ext: &str, prefix: &str, out: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let newest_input = newest(&[dir, &root.join("wit")]);
+    entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == ext)
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+        })
+        .filter(|p| {
+            let wasm = out.join(p.with_extension("wasm").file_name().unwrap_or_default());
+            modified(&wasm).is_none_or(|built| built < newest_input)
+        })
+        .collect()
+}
+
+/// When `path` was last modified, if it exists.
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The newest modification time of the files under `dirs`.
+fn newest(dirs: &[&Path]) -> SystemTime {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            if path.ends_with("__pycache__") {
+                continue;
+            }
+            if let Ok(dir) = std::fs::read_dir(&path) {
+                stack.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+        } else if let Some(t) = modified(&path) {
+            newest = newest.max(t);
+        }
+    }
+    newest
+}
+
+/// Installs the wasm32-wasip2 target through rustup if the toolchain lacks it.
+fn ensure_target() {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = sysroot.is_some_and(|s| s.join("lib/rustlib/wasm32-wasip2").exists());
+    if !installed {
+        println!("cargo:warning=installing the wasm32-wasip2 target with rustup");
+        let _ = Command::new("rustup")
+            .args(["target", "add", "wasm32-wasip2"])
+            .status();
+    }
+}
+
+/// The JavaScript example actors: componentize-js from the npm registry in a project-local
+/// `node_modules`, then one component per `example-actors/js/js_*.js`, with the helper library
+/// `mote_actor.js` put in front (componentize-js takes a single ES module). Built without
+/// `wasi:http` (`-d http fetch-event`), which the host grants only on request, except the
+/// `js_http_*` actors, which make HTTP requests.
+mod js {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::stale_sources;
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("js");
+        let stale = stale_sources(root, &sources, "js", "js_", out);
+        if stale.is_empty() {
+            return;
+        }
+        let componentize = toolchain(examples, &sources);
+        let helper = std::fs::read_to_string(sources.join("mote_actor.js"))
+            .expect("example-actors/js/mote_actor.js is readable");
+        let bundles = examples.join("target").join("js");
+        std::fs::create_dir_all(&bundles).expect("example-actors/target/js can be created");
+        for actor in &stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("JavaScript file names are UTF-8");
+            let source = std::fs::read_to_string(actor).expect("the actor source is readable");
+            let bundle = bundles.join(format!("{module}.js"));
+            std::fs::write(&bundle, format!("{helper}\n{source}")).expect("bundle written");
+            // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
+            let disabled: &[&str] = if module.starts_with("js_http_") {
+                &["fetch-event"]
+            } else {
+                &["http", "fetch-event"]
+            };
+            let status = Command::new(&componentize)
+                .arg(&bundle)
+                .arg("--wit")
+                .arg(root.join("wit"))
+                .args(["-n", "actor-world", "-d"])
+                .args(disabled)
+                .arg("-o")
+                .arg(out.join(format!("{module}.wasm")))
+                .status()
+                .expect("failed to run componentize-js");
+            assert!(
+                status.success(),
+                "componentize-js failed for {}",
+                actor.display()
+            );
+        }
+    }
+
+    /// componentize-js in the project-local node_modules, installing it if needed.
+    fn toolchain(examples: &Path, sources: &Path) -> PathBuf {
+        let dir = examples.join(".toolchains").join("js");
+        let componentize = dir
+            .join("node_modules")
+            .join(".bin")
+            .join("componentize-js");
+        if componentize.exists() {
+            return componentize;
+        }
+        let how = "the JavaScript example actors need Node.js 18+ and npm \
+                   (Debian: apt-get install nodejs npm)";
+        std::fs::create_dir_all(&dir).expect("example-actors/.toolchains/js can be created");
+        std::fs::copy(sources.join("package.json"), dir.join("package.json"))
+            .expect("example-actors/js/package.json is readable");
+        println!(
+            "cargo:warning=installing componentize-js from npm into {}",
+            dir.display()
+        );
+        let status = Command::new("npm")
+            .current_dir(&dir)
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run npm ({e}): {how}"));
+        assert!(
+            status.success(),
+            "npm install of componentize-js failed (it needs the npm registry): {how}"
+        );
+        componentize
+    }
+}
+
+/// The C example actors: `zig cc` (the `ziglang` package from PyPI, in the Python venv) compiles
+/// each `example-actors/c/c_*.c` to a freestanding core module; wit-component embeds the
+/// `actor-world` and wraps it into a component. No libc, no WASI: a few KB.
+mod c {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::stale_sources;
+
+    /// The Zig release whose `zig cc` compiles the C actors.
+    const ZIGLANG: &str = "ziglang==0.17.1";
+
+    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+        let sources = examples.join("c");
+        let stale = stale_sources(root, &sources, "c", "c_", out);
+        if stale.is_empty() {
+            return;
+        }
+        let python = zig(examples);
+        let mut resolve = wit_parser::Resolve::default();
+        let (package, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
+        let world = resolve
+            .select_world(&[package], Some("actor-world"))
+            .expect("wit/ has actor-world");
+        let cores = examples.join("target").join("c");
+        std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
+        for actor in &stale {
+            let module = actor
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("C file names are UTF-8");
+            let core = cores.join(format!("{module}.core.wasm"));
+            let status = Command::new(&python)
+                .args([
+                    "-m",
+                    "ziglang",
+                    "cc",
+                    "-target",
+                    "wasm32-freestanding",
+                    "-nostdlib",
+                ])
+                .args(["-O2", "-Wl,--no-entry", "-Wl,--export=cabi_realloc", "-o"])
+                .arg(&core)
+                .arg(actor)
+                .status()
+                .expect("failed to run zig cc");
+            assert!(status.success(), "zig cc failed for {}", actor.display());
+            let mut bytes = std::fs::read(&core).expect("zig cc wrote the module");
+            wit_component::embed_component_metadata(
+                &mut bytes,
+                &resolve,
+                world,
+                wit_component::StringEncoding::UTF8,
+                false,
+            )
+            .expect("the world embeds");
+            let component = wit_component::ComponentEncoder::default()
+                .validate(true)
+                .module(&bytes)
+                .and_then(|e| e.encode())
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{} is not a valid actor-world module: {e:#}",
+                        actor.display()
+                    )
+                });
+            std::fs::write(out.join(format!("{module}.wasm")), component)
+                .expect("component written");
+        }
+    }
+
+    /// The venv's Python with the `ziglang` package, installing it if needed.
+    fn zig(examples: &Path) -> PathBuf {
+        super::python::toolchain(examples);
+        let python = examples
+            .join(".toolchains")
+            .join("python")
+            .join("bin")
+            .join("python");
+        let marker = examples
+            .join(".toolchains")
+            .join("python")
+            .join("ziglang.installed");
+        if marker.exists() {
+            return python;
+        }
+        println!("cargo:warning=installing {ZIGLANG} (zig cc) from PyPI into the Python venv");
+        let status = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                ZIGLANG,
+            ])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {} ({e})", python.display()));
+        assert!(
+            status.success(),
+            "pip install {ZIGLANG} failed (it needs PyPI)"
+        );
+        std::fs::write(&marker, ZIGLANG).expect("marker written");
+        python
+    }
+}

@@ -1,0 +1,47 @@
+//! The example actors of this repository, built to `.wasm` components by this crate's build
+//! script (the pattern of wasmtime's `crates/test-programs`).
+//!
+//! Used by `mote demo`, the integration tests and `mote-bench`. Empty when the crate was built
+//! without the repository's `example-actors/` (for instance from a published package).
+
+use std::path::PathBuf;
+
+/// The directory holding the built example components, if they were built.
+pub fn dir() -> Option<PathBuf> {
+    option_env!("MOTE_EXAMPLES_DIR").map(PathBuf::from)
+}
+
+/// The path of one example component, e.g. `path("pingpong")`.
+pub fn path(name: &str) -> Option<PathBuf> {
+    dir().map(|d| d.join(format!("{name}.wasm")))
+}
+
+/// The names of all example actors built into this crate.
+pub const NAMES: &[&str] = &[
+    "pingpong",
+    "counter",
+    "sequence",
+    "relay",
+    "tree",
+    "crasher",
+    "supervisor",
+    "watcher",
+    "gate",
+    "ticker",
+    "subscriber",
+    "publisher",
+    "deadwatch",
+    "asker",
+    "ledger",
+    "journal",
+    "entity",
+    "reminder",
+    "versioned_v1",
+    "versioned_v2",
+    "versioned_v3",
+    "order_desk",
+    "py_orders",
+    "js_events",
+    "c_counter",
+    "js_http_fetch",
+];
