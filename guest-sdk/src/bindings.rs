@@ -2,7 +2,7 @@
 //! `upgradable-actor-world`: `actor-world` plus the `supervisor` and `upgrade` exports).
 //!
 //! Actors rarely need these directly: [`crate::Context`] wraps the `host`, `supervision`,
-//! `timers`, `messaging` and `persistence` imports and [`crate::export_actor!`] implements the
+//! `timers`, `messaging`, `persistence` and `clock` imports and [`crate::export_actor!`] implements the
 //! `actor`, `supervisor` and `upgrade` exports.
 
 wit_bindgen::generate!({

@@ -16,6 +16,7 @@
 //! - [`message`](mod@message): the [`Message`] trait, [`message!`] and [`json_message!`], the
 //!   body codecs ([`Encoding`]), [`Envelope`] and the host's message kinds;
 //! - [`context`]: [`Context`], the actor's view of the host;
+//! - [`clock`]: the actor's age and the CPU time it used;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
@@ -303,6 +304,7 @@ pub mod actor;
 pub mod behavior;
 #[allow(missing_docs)]
 pub mod bindings;
+pub mod clock;
 pub mod context;
 pub mod dead_letter;
 pub mod error;

@@ -43,5 +43,6 @@ pub const NAMES: &[&str] = &[
     "py_orders",
     "js_events",
     "c_counter",
+    "clock",
     "js_http_fetch",
 ];

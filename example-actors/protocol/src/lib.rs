@@ -280,6 +280,34 @@ pub enum Remind {
     Fired(u64),
 }
 
+/// Orders for the clock actor, which reads the `clock` interface.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Clock {
+    /// Asks for a `ClockReading` reply.
+    Read,
+    /// Does `rounds` rounds of busy work, then replies a `ClockReading`.
+    Burn(u64),
+    /// Replies a `ClockReading` after `delay_ms`, idle meanwhile (a timer wakes it).
+    ReadAfter(u64),
+    /// The timer of a `ReadAfter`.
+    Due,
+    /// Panics (to be restarted).
+    Crash,
+}
+
+/// What the clock actor read, in nanoseconds.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockReading {
+    /// Since the actor was spawned.
+    pub since_start_ns: u64,
+    /// Time its calls have run.
+    pub cpu_ns: u64,
+    /// Whether the instance that answered replaced a failed one.
+    pub restarted: bool,
+    /// The result of the busy work, so it cannot be optimised away.
+    pub work: u64,
+}
+
 /// Orders for the versioned counters `versioned-v1`, `-v2` and `-v3`, the hot swap test
 /// actors: each counts `Add`s on numbered streams, whose values should run 0, 1, 2, ...
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -381,6 +409,8 @@ mote_guest::message!(
     Entity,
     EntityValue,
     Remind,
+    Clock,
+    ClockReading,
 );
 
 mote_guest::message!(Versioned, VersionedState);

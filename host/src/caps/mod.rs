@@ -4,6 +4,7 @@
 //! its unit, its WIT interface, and one line here.
 
 pub(crate) mod capability;
+pub(crate) mod clock;
 pub(crate) mod host;
 pub(crate) mod messaging;
 pub(crate) mod persistence;
@@ -27,6 +28,8 @@ capabilities! {
     messaging: messaging::Messaging,
     /// `mote:actor/persistence`: journals, snapshots, exactly-once messages, reminders, entities.
     persistence: persistence::Persistence,
+    /// `mote:actor/clock`: an actor's age and the CPU time it used.
+    clock: clock::Clock,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }
