@@ -2,7 +2,7 @@
 
 # Build the example actors and run the demo deployment.
 demo:
-    cargo run --release -p mote-host -- demo
+    cargo run --release -p mote-cli -- demo
 
 # The whole test suite (what CI runs).
 test:

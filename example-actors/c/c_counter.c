@@ -4,7 +4,7 @@
  * Bodies are JSON numbers as text. `add` "5" adds 5, `get` replies `total` with the sum,
  * `fail` returns an error (a supervised failure).
  *
- * Built by host/build.rs: `zig cc -target wasm32-freestanding`, then the world is embedded and
+ * Built by test-programs/build.rs: `zig cc -target wasm32-freestanding`, then the world is embedded and
  * the module wrapped into a component with wit-component.
  */
 #include <stdint.h>
