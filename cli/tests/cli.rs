@@ -364,8 +364,8 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
     run_in(&dir.join("tmpl-rs"), &cargo, &["build", "--release"]);
     let rust_wasm = repo.join("example-actors/target/wasm32-wasip2/release/tmpl_rs.wasm");
-    // The Python and JS templates build with their build.sh, given the toolchains test-programs/build.rs
-    // installed (so the test does not download them again).
+    // The Python and JS templates build with their build.sh, given the toolchains that
+    // test-programs/build.rs installed (so the test does not download them again).
     let toolchains = repo.join("example-actors/.toolchains");
     for (project, var, tool) in [
         (
