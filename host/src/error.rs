@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use crate::storage::DatabaseError;
-
 /// A cause from a library whose errors are not one concrete type (wasmtime's).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -24,6 +22,55 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         cause = e.source();
     }
     line
+}
+
+/// Why the database could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// The file could not be opened as a database (missing directory, corrupt, not redb, locked).
+    #[error("cannot open database {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why, as redb or the OS put it.
+        #[source]
+        source: redb::DatabaseError,
+    },
+    /// The file is a redb database, but not one Mote wrote.
+    #[error("database {} is not a Mote store (it has no Mote metadata)", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was written by a newer Mote with a layout this one does not know.
+    #[error(
+        "database {} has schema version {found}; this Mote understands up to version \
+         {supported}: upgrade Mote",
+        path.display()
+    )]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// A read or write failed.
+    #[error("database operation failed")]
+    Storage(#[source] redb::Error),
+    /// A stored record could not be decoded: the file is damaged.
+    #[error("damaged record in table {table}")]
+    Damaged {
+        /// The table.
+        table: &'static str,
+        /// What was wrong with it.
+        #[source]
+        source: postcard::Error,
+    },
+    /// The database has been closed (the host is shutting down).
+    #[error("the database is closed")]
+    Closed,
 }
 
 /// A bad actor name or path.

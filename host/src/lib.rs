@@ -88,12 +88,13 @@ pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_h
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
 pub use error::{
-    AddressError, BoxError, HostError, ManifestError, ModuleError, SendError, SpawnError, chain,
+    AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, SendError,
+    SpawnError, chain,
 };
 pub use kernel::TERMINATED_KIND;
 pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
 pub use kernel::guardian::SupervisionEvent;
 pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
-pub use storage::{CommitStats, DatabaseError, SCHEMA_VERSION};
+pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{ActorInfo, ActorSystem, Probe};

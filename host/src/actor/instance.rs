@@ -20,7 +20,7 @@ use crate::sandbox::bindings::{
     ActorWorld, WitAddress, WitDirective, WitMessage, from_wit_directive, to_wit_address,
     to_wit_stop_reason,
 };
-use crate::sandbox::meter::{Usage, metered};
+use crate::sandbox::meter::{Metered, Usage};
 
 /// A failure of a guest call.
 #[derive(Debug)]
@@ -149,7 +149,7 @@ impl ActorInstance {
 
     pub(crate) async fn start(&mut self, init: &[u8]) -> Result<(), Failure> {
         self.begin_call();
-        let result = metered(
+        let result = Metered::new(
             self.bindings
                 .mote_actor_actor()
                 .call_start(&mut self.store, init),
@@ -166,7 +166,7 @@ impl ActorInstance {
             kind: envelope.kind,
             body: envelope.body,
         };
-        let result = metered(
+        let result = Metered::new(
             self.bindings
                 .mote_actor_actor()
                 .call_receive(&mut self.store, &msg),
@@ -179,7 +179,7 @@ impl ActorInstance {
     pub(crate) async fn stopping(&mut self, reason: &StopReason) -> Result<(), Failure> {
         self.begin_call();
         let reason = to_wit_stop_reason(reason);
-        let result = metered(
+        let result = Metered::new(
             self.bindings
                 .mote_actor_actor()
                 .call_stopping(&mut self.store, &reason),
@@ -200,7 +200,7 @@ impl ActorInstance {
         };
         self.begin_call();
         let args = (to_wit_address(child.clone()), error.to_owned());
-        match metered(func.call_async(&mut self.store, args), &self.usage).await {
+        match Metered::new(func.call_async(&mut self.store, args), &self.usage).await {
             Ok((directive,)) => Ok(directive.map(from_wit_directive)),
             Err(trap) => {
                 self.poisoned = true;
@@ -220,7 +220,7 @@ impl ActorInstance {
             return Ok(None);
         };
         self.begin_call();
-        match metered(save.call_async(&mut self.store, ()), &self.usage).await {
+        match Metered::new(save.call_async(&mut self.store, ()), &self.usage).await {
             Ok((state,)) => Ok(state),
             Err(trap) => {
                 self.poisoned = true;
@@ -236,7 +236,7 @@ impl ActorInstance {
         };
         self.begin_call();
         let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
-        let result = metered(call, &self.usage).await.map(|(r,)| r);
+        let result = Metered::new(call, &self.usage).await.map(|(r,)| r);
         self.flatten(result)
     }
 

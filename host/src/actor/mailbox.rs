@@ -259,6 +259,16 @@ impl Mailbox {
     }
 }
 
+/// A mailbox for a unit test: `path` (parsed) and `incarnation`, holding `capacity` messages.
+#[cfg(test)]
+pub(crate) fn test_mailbox(path: &str, incarnation: u64, capacity: usize) -> (ActorRef, Mailbox) {
+    let address = Address {
+        path: crate::address::ActorPath::parse(path).expect("a valid test path"),
+        incarnation,
+    };
+    mailbox(address, None, capacity)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -199,8 +199,7 @@ pub(crate) fn discard(effects: Vec<Effect>) {
 mod tests {
     use super::*;
     use crate::actor::mailbox::{self, UserMsg};
-    use crate::address::{ActorPath, Address};
-    use crate::config::HostConfig;
+    use crate::kernel::testing::{kernel, register};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     struct Count(Arc<AtomicUsize>);
@@ -212,16 +211,8 @@ mod tests {
     }
 
     fn setup() -> (tokio::runtime::Runtime, Arc<Kernel>, mailbox::Mailbox) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let kernel = Arc::new(Kernel::new(HostConfig::new(), runtime.handle().clone()));
-        let address = Address {
-            path: ActorPath::parse("/user/r").unwrap(),
-            incarnation: kernel.next_incarnation(),
-        };
-        let (handle, mailbox) = mailbox::mailbox(address, None, 100);
-        kernel.registry.insert(handle).unwrap();
+        let (runtime, kernel) = kernel();
+        let (_, mailbox) = register(&kernel, "/user/r", 100);
         (runtime, kernel, mailbox)
     }
 

@@ -334,17 +334,28 @@ macro_rules! capabilities {
                 $(self.$field.admit(&mut states.$field, envelope) &&)* true
             }
 
-            /// The writes that must be durable before the step's effects are released.
+            /// What must be durable before the step's effects are released: the commits of the
+            /// capabilities that journal this actor, one after the other.
             pub(crate) fn seal(
                 &self,
                 states: &mut States,
                 step: &mut $crate::actor::step::Step,
                 consumed: &mut Option<$crate::message::Receipt>,
-            ) -> Vec<$crate::actor::step::Commit> {
+            ) -> Option<$crate::actor::step::Commit> {
                 use $crate::caps::capability::Capability as _;
-                let mut commits = Vec::new();
-                $(commits.extend(self.$field.seal(&mut states.$field, step, consumed));)*
-                commits
+                let mut sealed: Option<$crate::actor::step::Commit> = None;
+                $(
+                    if let Some(commit) = self.$field.seal(&mut states.$field, step, consumed) {
+                        sealed = Some(match sealed.take() {
+                            None => commit,
+                            Some(first) => Box::pin(async move {
+                                first.await?;
+                                commit.await
+                            }),
+                        });
+                    }
+                )*
+                sealed
             }
 
             /// A call failed.

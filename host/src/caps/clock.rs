@@ -12,6 +12,7 @@ use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Prov
 use crate::actor::core::ActorCore;
 use crate::error::HostError;
 use crate::sandbox::bindings::mote::actor::clock;
+use crate::sandbox::meter::nanos;
 
 /// The capability behind the `clock` interface. It keeps no state: the readings come from the
 /// actor's meter.
@@ -30,10 +31,6 @@ impl Capability for Clock {
     }
 
     fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
-}
-
-fn nanos(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl clock::Host for Call<'_, Clock> {

@@ -36,8 +36,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::modules::DEFAULT_VERSION;
+use crate::actor::supervisor::{Directive, Strategy};
 use crate::address::ActorPath;
-use crate::error::ManifestError;
+use crate::error::{ManifestError, ModuleError};
+use crate::kernel::spawn::SpawnOptions;
 
 /// A parsed, checked manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +71,7 @@ pub struct EntitySpec {
 pub struct ModuleSpec {
     /// The name actors refer to.
     pub name: String,
-    /// The version (default [`crate::DEFAULT_VERSION`]).
+    /// The version (default [`DEFAULT_VERSION`]).
     pub version: String,
     /// What it is granted beyond the defaults (`wasi:http`).
     pub grants: Vec<String>,
@@ -86,9 +89,9 @@ pub struct ActorSpec {
     /// The bytes handed to `start`.
     pub init: Vec<u8>,
     /// Its limits.
-    pub limits: crate::SpawnOptions,
+    pub limits: SpawnOptions,
     /// Its own restart strategy, if it has one.
-    pub supervision: Option<crate::Strategy>,
+    pub supervision: Option<Strategy>,
 }
 
 #[derive(Deserialize)]
@@ -182,9 +185,7 @@ impl Manifest {
         let mut versions = HashSet::new();
         let mut modules = Vec::new();
         for m in raw.module {
-            let version = m
-                .version
-                .unwrap_or_else(|| crate::DEFAULT_VERSION.to_owned());
+            let version = m.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
             if !versions.insert((m.name.clone(), version.clone())) {
                 return Err(invalid(format!(
                     "module {:?} version {version:?} is declared twice",
@@ -192,10 +193,11 @@ impl Manifest {
                 )));
             }
             names.insert(m.name.clone());
-            let grantable = crate::caps::Caps::grantable();
-            if let Some(unknown) = m.grant.iter().find(|g| !grantable.contains(&g.as_str())) {
+            if let Err(ModuleError::UnknownGrant { grant, grantable }) =
+                super::checks::validate_grants(&m.grant)
+            {
                 return Err(invalid(format!(
-                    "module {:?}: {unknown:?} cannot be granted (grantable: {})",
+                    "module {:?}: {grant:?} cannot be granted (grantable: {})",
                     m.name,
                     grantable.join(", ")
                 )));
@@ -249,7 +251,7 @@ impl Manifest {
                 path,
                 module: a.module,
                 init,
-                limits: crate::SpawnOptions {
+                limits: SpawnOptions {
                     mailbox_capacity: a.mailbox_capacity,
                     memory_limit: a.memory_limit,
                     cpu_deadline: a.cpu_deadline_ms.map(std::time::Duration::from_millis),
@@ -297,8 +299,7 @@ impl Manifest {
 }
 
 /// A top-level actor's own strategy from `[actor.supervision]`, over the defaults.
-fn strategy(raw: RawSupervision) -> Result<crate::Strategy, String> {
-    use crate::{Directive, Strategy};
+fn strategy(raw: RawSupervision) -> Result<Strategy, String> {
     use std::time::Duration;
     let mut s = Strategy::default();
     if let Some(d) = raw.directive {
@@ -411,7 +412,7 @@ mod tests {
             Some(std::time::Duration::from_millis(50))
         );
         let s = a.supervision.as_ref().unwrap();
-        assert_eq!((s.directive, s.max_restarts), (crate::Directive::Stop, 9));
+        assert_eq!((s.directive, s.max_restarts), (Directive::Stop, 9));
         let granted =
             parse("[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:http\"]\n").unwrap();
         assert_eq!(granted.modules[0].grants, vec!["wasi:http".to_owned()]);

@@ -131,15 +131,8 @@ mod tests {
 
     #[test]
     fn versions_and_current_ones_survive_a_reopen_and_removal_forgets_them() {
-        let dir = std::env::temp_dir().join(format!(
-            "mote-records-unit-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.redb");
+        let scratch = crate::storage::Scratch::new("records");
+        let path = scratch.0.join("m.redb");
         let row = |version: &str| ModuleRow {
             name: "m".to_owned(),
             version: version.to_owned(),
@@ -166,6 +159,5 @@ mod tests {
         remove(&db, "m", None, None).unwrap();
         let (rows, current) = load(&db).unwrap();
         assert!(rows.is_empty() && current.is_empty());
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

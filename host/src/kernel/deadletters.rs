@@ -1,7 +1,9 @@
 //! `/system/deadletters`: where messages go that found no live receiver.
 //!
-//! Every dead letter is counted, logged (the first few at info, then at debug so a flood cannot
-//! drown the log) and published to subscribers with its sender and its intended target.
+//! Invariants:
+//! - Every dead letter is counted and published to subscribers with its sender, its intended
+//!   target and the reason.
+//! - The log gets the first few at info, then debug, so a flood cannot drown it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -91,5 +93,40 @@ impl DeadLetters {
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<DeadLetter> {
         self.tx.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dead_letter_is_counted_and_published_with_its_reason() {
+        let office = DeadLetters::new();
+        let mut letters = office.subscribe();
+        office.post(
+            Envelope::new(None, "k", vec![1]),
+            "/user/gone".to_owned(),
+            DeadLetterReason::NoActor,
+        );
+        office.post(
+            Envelope::new(None, "j", Vec::new()),
+            "/user/full#3".to_owned(),
+            DeadLetterReason::MailboxFull,
+        );
+        assert_eq!(office.count(), 2);
+        let first = letters.try_recv().unwrap();
+        assert_eq!(
+            (
+                first.target.as_str(),
+                first.reason,
+                first.envelope.kind.as_str()
+            ),
+            ("/user/gone", DeadLetterReason::NoActor, "k")
+        );
+        assert_eq!(
+            letters.try_recv().unwrap().reason,
+            DeadLetterReason::MailboxFull
+        );
     }
 }

@@ -10,20 +10,11 @@
 
 use std::sync::Arc;
 
-use super::Kernel;
 use super::deadletters::DeadLetterReason;
+use super::{Kernel, Undelivered};
 use crate::actor::mailbox::Refused;
 use crate::address::Address;
 use crate::message::Envelope;
-
-/// A message that could not be queued, with the dead-letter target and reason.
-#[derive(Debug)]
-pub(crate) struct Undelivered {
-    pub(crate) envelope: Envelope,
-    /// The path, or the path and incarnation it was sent to.
-    pub(crate) target: String,
-    pub(crate) reason: DeadLetterReason,
-}
 
 /// How a dead letter names its target: the path, and the incarnation if one was addressed.
 fn target(path: &str, incarnation: Option<u64>) -> String {
@@ -151,27 +142,8 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actor::mailbox::{self, UserMsg};
-    use crate::address::ActorPath;
-    use crate::config::HostConfig;
-
-    fn kernel() -> (tokio::runtime::Runtime, Arc<Kernel>) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let kernel = Arc::new(Kernel::new(HostConfig::new(), runtime.handle().clone()));
-        (runtime, kernel)
-    }
-
-    fn register(kernel: &Kernel, path: &str, capacity: usize) -> (Address, mailbox::Mailbox) {
-        let address = Address {
-            path: ActorPath::parse(path).unwrap(),
-            incarnation: kernel.next_incarnation(),
-        };
-        let (handle, mailbox) = mailbox::mailbox(address.clone(), None, capacity);
-        kernel.registry.insert(handle).unwrap();
-        (address, mailbox)
-    }
+    use crate::actor::mailbox::UserMsg;
+    use crate::kernel::testing::{kernel, register};
 
     #[test]
     fn a_message_reaches_the_live_incarnation_or_incarnation_zero() {

@@ -148,14 +148,10 @@ impl Guardian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actor::mailbox;
+    use crate::actor::mailbox::test_mailbox;
 
     fn actor(path: &str, incarnation: u64) -> ActorRef {
-        let address = Address {
-            path: ActorPath::parse(path).unwrap(),
-            incarnation,
-        };
-        mailbox::mailbox(address, None, 1).0
+        test_mailbox(path, incarnation, 1).0
     }
 
     #[test]

@@ -22,8 +22,6 @@ pub(crate) mod spawn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use delivery::Undelivered;
-
 use self::deadletters::DeadLetterReason;
 use self::deadletters::DeadLetters;
 use self::guardian::Guardian;
@@ -37,6 +35,15 @@ use crate::message::{Envelope, Receipt, StopReason};
 
 /// The kind of the message a watcher receives when a watched incarnation has terminated.
 pub const TERMINATED_KIND: &str = "mote.terminated";
+
+/// A message that could not be queued, with the dead-letter target and reason.
+#[derive(Debug)]
+pub(crate) struct Undelivered {
+    pub(crate) envelope: Envelope,
+    /// The path, or the path and incarnation it was sent to.
+    pub(crate) target: String,
+    pub(crate) reason: DeadLetterReason,
+}
 
 /// What the layers above plug into the kernel. The kernel calls these without knowing who
 /// answers.
@@ -296,5 +303,34 @@ impl Drop for Kernel {
         if let Some(ext) = self.extensions.get() {
             ext.closed();
         }
+    }
+}
+
+/// A kernel for a unit test (nothing plugged in) on a runtime of its own, and a way to put
+/// a mailbox at a path in its registry.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use super::Kernel;
+    use crate::actor::mailbox::{Mailbox, test_mailbox};
+    use crate::address::Address;
+    use crate::config::HostConfig;
+
+    /// The kernel, and the runtime it runs on (keep it alive).
+    pub(crate) fn kernel() -> (tokio::runtime::Runtime, Arc<Kernel>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a test runtime");
+        let kernel = Arc::new(Kernel::new(HostConfig::new(), runtime.handle().clone()));
+        (runtime, kernel)
+    }
+
+    /// Registers a mailbox of `capacity` at `path` under a fresh incarnation.
+    pub(crate) fn register(kernel: &Kernel, path: &str, capacity: usize) -> (Address, Mailbox) {
+        let (handle, mailbox) = test_mailbox(path, kernel.next_incarnation(), capacity);
+        let address = handle.address.clone();
+        kernel.registry.insert(handle).expect("a free test path");
+        (address, mailbox)
     }
 }

@@ -101,15 +101,11 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actor::mailbox::{self, Mailbox};
+    use crate::actor::mailbox::{Mailbox, test_mailbox};
     use crate::message::Envelope;
 
     fn actor(path: &str, incarnation: u64) -> (ActorRef, Mailbox) {
-        let address = Address {
-            path: ActorPath::parse(path).unwrap(),
-            incarnation,
-        };
-        mailbox::mailbox(address, None, 10)
+        test_mailbox(path, incarnation, 10)
     }
 
     #[test]

@@ -149,37 +149,44 @@ impl Usage {
 
     fn end_run(&self, began: Instant) {
         self.running_since.store(0, Ordering::Relaxed);
-        self.cpu_ns
-            .fetch_add(nanos(began.elapsed()), Ordering::Relaxed);
+        // One writer (the actor's own task): no read-modify-write needed.
+        let done = self.cpu_ns.load(Ordering::Relaxed);
+        self.cpu_ns.store(
+            done.saturating_add(nanos(began.elapsed())),
+            Ordering::Relaxed,
+        );
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+/// A duration in whole nanoseconds, saturating.
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Runs a guest call, charging each of its runs (polls) to `usage`.
-pub(crate) async fn metered<F: Future>(call: F, usage: &Usage) -> F::Output {
-    Metered {
-        call: std::pin::pin!(call),
-        usage,
-    }
-    .await
-}
-
 /// A guest call whose every run (poll) is charged to a [`Usage`].
-struct Metered<'u, F> {
+pub(crate) struct Metered<'u, F> {
     call: F,
     usage: &'u Usage,
 }
 
-impl<F: Future + Unpin> Future for Metered<'_, F> {
+impl<'u, F> Metered<'u, F> {
+    /// Charges the runs of `call` to `usage`.
+    pub(crate) fn new(call: F, usage: &'u Usage) -> Self {
+        Metered { call, usage }
+    }
+}
+
+impl<F: Future> Future for Metered<'_, F> {
     type Output = F::Output;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let began = self.usage.start_run();
-        let polled = Pin::new(&mut self.call).poll(cx);
-        self.usage.end_run(began);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let usage = self.usage;
+        // SAFETY: `call` is pinned structurally: `Metered` never moves it out and has no `Drop`
+        // of its own, so once `self` is pinned, `call` stays where it is until dropped.
+        let call = unsafe { self.map_unchecked_mut(|m| &mut m.call) };
+        let began = usage.start_run();
+        let polled = call.poll(cx);
+        usage.end_run(began);
         polled
     }
 }

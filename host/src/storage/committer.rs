@@ -216,6 +216,7 @@ fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::Scratch;
     use redb::TableDefinition;
 
     const LOG: TableDefinition<u64, u64> = TableDefinition::new("log");
@@ -240,16 +241,9 @@ mod tests {
         }
     }
 
-    fn database() -> (Arc<Database>, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "mote-committer-unit-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        (Arc::new(Database::open(dir.join("c.redb")).unwrap()), dir)
+    fn database() -> (Arc<Database>, Scratch) {
+        let scratch = Scratch::new("committer");
+        (scratch.database("c.redb"), scratch)
     }
 
     fn read(db: &Database, key: u64) -> Option<u64> {
@@ -264,18 +258,17 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_durable_write_is_readable_once_it_is_answered() {
-        let (db, dir) = database();
+        let (db, _scratch) = database();
         let committer = Committer::start(db.clone(), 16, no_finish());
         committer.commit(Box::new(Put(1, 10))).await.unwrap();
         assert_eq!(read(&db, 1), Some(10));
         assert_eq!(committer.stats().steps, 1);
         committer.close();
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_writes_share_transactions_and_every_one_is_answered() {
-        let (db, dir) = database();
+        let (db, _scratch) = database();
         let committer = Arc::new(Committer::start(db.clone(), 1024, no_finish()));
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..200u64 {
@@ -292,24 +285,22 @@ mod tests {
         assert_eq!(stats.steps, 200);
         assert!(stats.transactions >= 1 && stats.transactions <= 200);
         committer.close();
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_transaction_fails_every_write_in_it_and_keeps_none() {
-        let (db, dir) = database();
+        let (db, _scratch) = database();
         // One write per transaction, so the broken one fails alone.
         let committer = Committer::start(db.clone(), 1, no_finish());
         assert!(committer.commit(Box::new(Broken)).await.is_err());
         committer.commit(Box::new(Put(2, 20))).await.unwrap();
         assert_eq!(read(&db, 2), Some(20));
         committer.close();
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lazy_writes_land_by_the_next_flush_and_finish_runs_per_transaction() {
-        let (db, dir) = database();
+        let (db, _scratch) = database();
         let runs = Arc::new(AtomicU64::new(0));
         let counted = runs.clone();
         let finish: Finish = Box::new(move |_| {
@@ -323,16 +314,14 @@ mod tests {
         assert!(runs.load(Ordering::Relaxed) >= 1);
         assert_eq!(committer.stats().steps, 0, "a lazy write is not a step");
         committer.close();
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_closed_committer_refuses_writes() {
-        let (db, dir) = database();
+        let (db, _scratch) = database();
         let committer = Committer::start(db, 16, no_finish());
         committer.close();
         let refused = committer.commit(Box::new(Put(4, 40))).await;
         assert!(matches!(refused, Err(e) if matches!(*e, DatabaseError::Closed)));
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

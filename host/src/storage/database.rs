@@ -22,61 +22,14 @@ use std::sync::RwLock;
 
 use redb::{ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, WriteTransaction};
 
+pub(crate) use crate::error::DatabaseError;
+
 /// The version of the table layout this Mote writes.
 pub const SCHEMA_VERSION: u32 = 1;
 const MAGIC: &[u8] = b"mote-store";
 
 /// The table of names and small values: the magic, the schema version, users' counters.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-
-/// Why the database could not be opened or used.
-#[derive(Debug, thiserror::Error)]
-pub enum DatabaseError {
-    /// The file could not be opened as a database (missing directory, corrupt, not redb, locked).
-    #[error("cannot open database {}: {source}", path.display())]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// Why, as redb or the OS put it.
-        #[source]
-        source: redb::DatabaseError,
-    },
-    /// The file is a redb database, but not one Mote wrote.
-    #[error("database {} is not a Mote store (it has no Mote metadata)", path.display())]
-    Foreign {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The file was written by a newer Mote with a layout this one does not know.
-    #[error(
-        "database {} has schema version {found}; this Mote understands up to version \
-         {supported}: upgrade Mote",
-        path.display()
-    )]
-    Schema {
-        /// The file.
-        path: PathBuf,
-        /// The version in the file.
-        found: u32,
-        /// The newest version this build reads.
-        supported: u32,
-    },
-    /// A read or write failed.
-    #[error("database operation failed")]
-    Storage(#[source] redb::Error),
-    /// A stored record could not be decoded: the file is damaged.
-    #[error("damaged record in table {table}")]
-    Damaged {
-        /// The table.
-        table: &'static str,
-        /// What was wrong with it.
-        #[source]
-        source: postcard::Error,
-    },
-    /// The database has been closed (the host is shutting down).
-    #[error("the database is closed")]
-    Closed,
-}
 
 /// Wraps any of redb's errors.
 pub(crate) fn failed(e: impl Into<redb::Error>) -> DatabaseError {
@@ -250,22 +203,12 @@ pub(crate) fn set_counter(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "mote-db-unit-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
+    use crate::storage::Scratch;
 
     #[test]
     fn a_new_file_gets_the_magic_and_schema_and_opens_again() {
-        let path = temp("new.redb");
+        let scratch = Scratch::new("db");
+        let path = scratch.0.join("new.redb");
         {
             let db = Database::open(&path).unwrap();
             db.write_with(|txn| set_counter(txn, "n", 7)).unwrap();
@@ -273,12 +216,12 @@ mod tests {
         let db = Database::open(&path).unwrap();
         assert_eq!(db.counter("n").unwrap(), 7);
         assert_eq!(db.counter("absent").unwrap(), 0);
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     #[test]
     fn a_file_of_another_program_is_refused_untouched() {
-        let path = temp("theirs.redb");
+        let scratch = Scratch::new("db");
+        let path = scratch.0.join("theirs.redb");
         {
             let db = redb::Database::create(&path).unwrap();
             let txn = db.begin_write().unwrap();
@@ -304,12 +247,12 @@ mod tests {
             .open_table(TableDefinition::<&str, u64>::new("theirs"))
             .unwrap();
         assert_eq!(theirs.get("k").unwrap().map(|v| v.value()), Some(1));
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     #[test]
     fn a_newer_schema_is_refused() {
-        let path = temp("newer.redb");
+        let scratch = Scratch::new("db");
+        let path = scratch.0.join("newer.redb");
         {
             let db = Database::open(&path).unwrap();
             db.write_with(|txn| {
@@ -324,16 +267,15 @@ mod tests {
             Err(DatabaseError::Schema { found, .. }) => assert_eq!(found, SCHEMA_VERSION + 1),
             other => panic!("expected a schema error, got {other:?}"),
         }
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     #[test]
     fn a_closed_database_refuses_every_call() {
-        let path = temp("closed.redb");
+        let scratch = Scratch::new("db");
+        let path = scratch.0.join("closed.redb");
         let db = Database::open(&path).unwrap();
         db.close();
         assert!(matches!(db.read(), Err(DatabaseError::Closed)));
         assert!(matches!(db.write(), Err(DatabaseError::Closed)));
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

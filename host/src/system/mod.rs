@@ -2,6 +2,7 @@
 //! program, a test) deploys, spawns, sends, stops and shuts down. It wires the layers together
 //! at start (engine, capabilities, module registry, kernel) and otherwise only delegates.
 
+mod outside;
 mod probe;
 
 use std::path::Path;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use wasmtime::component::Linker;
 
+use self::outside::{check_outside, tell_outside};
 pub use self::probe::Probe;
 use crate::actor::launch::Launcher;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
@@ -26,7 +28,7 @@ use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::kernel::Kernel;
-use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
+use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
@@ -540,42 +542,5 @@ impl Drop for ActorSystem {
         // Without a graceful shutdown the actors would outlive their handle: stop them.
         self.kernel.begin_shutdown();
         self.signal_top_level(StopReason::Shutdown);
-    }
-}
-
-/// Checks a send from outside: an absolute path and a body within the size limit.
-fn check_outside(kernel: &Kernel, to: &str, body: &[u8]) -> Result<ActorPath, SendError> {
-    let path = ActorPath::parse(to)?;
-    let limit = kernel.config.max_message_bytes;
-    if body.len() > limit {
-        return Err(SendError::TooLarge {
-            size: body.len(),
-            limit,
-        });
-    }
-    Ok(path)
-}
-
-/// A send from outside the system: the path is checked and the size limit applies.
-fn tell_outside(
-    kernel: &Arc<Kernel>,
-    sender: Option<Address>,
-    to: &str,
-    kind: &str,
-    body: Vec<u8>,
-) -> Result<(), SendError> {
-    let path = check_outside(kernel, to, &body)?;
-    let envelope = Envelope::new(sender, kind, body);
-    match kernel.deliver(path.as_str(), None, envelope) {
-        Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
-            Err(SendError::MailboxFull {
-                path: undelivered.target,
-            })
-        }
-        Some(undelivered) => {
-            kernel.dead_letter(undelivered.envelope, undelivered.target, undelivered.reason);
-            Ok(())
-        }
-        None => Ok(()),
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::outside::tell_outside;
 use crate::actor::mailbox::{self, Mailbox, UserMsg};
 use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
@@ -73,7 +74,7 @@ impl Probe {
 
     /// Sends a message with this probe as the sender, so the receiver can reply.
     pub fn tell(&self, to: &str, kind: &str, body: Vec<u8>) -> Result<(), SendError> {
-        super::tell_outside(&self.kernel, Some(self.address.clone()), to, kind, body)
+        tell_outside(&self.kernel, Some(self.address.clone()), to, kind, body)
     }
 
     /// Sends to the least-loaded member of `group`, with this probe as the sender.

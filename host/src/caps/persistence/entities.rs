@@ -167,7 +167,7 @@ fn no_actor(path: &str, envelope: Envelope) -> Undelivered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::HostConfig;
+    use crate::kernel::testing::kernel;
 
     #[test]
     fn entity_paths_are_kind_then_one_id() {
@@ -179,10 +179,7 @@ mod tests {
 
     #[test]
     fn only_paths_of_registered_kinds_are_entities() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let kernel = Kernel::new(HostConfig::new(), runtime.handle().clone());
+        let (_runtime, kernel) = kernel();
         let entities = Entities::default();
         assert!(!entities.is_entity("/user/cart/1"));
         entities

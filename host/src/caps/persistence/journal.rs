@@ -361,19 +361,11 @@ pub(crate) fn unix_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::storage::Scratch;
 
-    fn journal() -> (Journal, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "mote-journal-unit-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = Arc::new(Database::open(dir.join("j.redb")).unwrap());
-        (Journal::open(db).unwrap(), dir)
+    fn journal() -> (Journal, Scratch) {
+        let scratch = Scratch::new("journal");
+        (Journal::open(scratch.database("j.redb")).unwrap(), scratch)
     }
 
     fn commit(journal: &Journal, write: &dyn Write) {
@@ -397,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_step_writes_events_snapshot_sequence_and_outbox_together() {
-        let (journal, dir) = journal();
+        let (journal, _scratch) = journal();
         let id = journal.allocate_outbox(1);
         let step = StepWrite {
             pid: "p".to_owned(),
@@ -437,12 +429,11 @@ mod tests {
         // The receiver's acknowledgement removes the row.
         commit(&journal, &Ack(Receipt::Outbox(id)));
         assert_eq!(journal.outbox_len().unwrap(), 0);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn ids_are_never_reused_after_a_reopen() {
-        let (journal, dir) = journal();
+        let (journal, _scratch) = journal();
         let first = journal.allocate_outbox(3);
         let reminder = journal.allocate_reminder();
         commit(&journal, &StepWrite::default());
@@ -451,12 +442,11 @@ mod tests {
         let again = Journal::open(db).unwrap();
         assert!(again.allocate_outbox(1) >= first + 3);
         assert!(again.allocate_reminder() > reminder);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn deleting_state_removes_everything_of_that_id_only() {
-        let (journal, dir) = journal();
+        let (journal, _scratch) = journal();
         let reminder = |owner: &str| ReminderRow {
             owner: owner.to_owned(),
             target: "/user/a".to_owned(),
@@ -509,12 +499,11 @@ mod tests {
             .map(|(_, r)| r.owner)
             .collect();
         assert_eq!(owners, ["q"]);
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn an_acknowledged_periodic_reminder_moves_on_and_a_one_shot_goes() {
-        let (journal, dir) = journal();
+        let (journal, _scratch) = journal();
         let (periodic, once) = (journal.allocate_reminder(), journal.allocate_reminder());
         let row = |period_ms| ReminderRow {
             owner: "p".to_owned(),
@@ -550,12 +539,11 @@ mod tests {
             left[0].1.due_ms >= unix_ms() + 50_000,
             "due a period from now"
         );
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn a_damaged_record_is_a_typed_error() {
-        let (journal, dir) = journal();
+        let (journal, _scratch) = journal();
         journal
             .database()
             .write_with(|txn| {
@@ -573,6 +561,5 @@ mod tests {
                 ..
             })
         ));
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -47,13 +47,13 @@ use crate::actor::core::ActorCore;
 use crate::actor::step::{Commit, Deferred, Step};
 use crate::address::Address;
 use crate::caps::timers::wheel::Wheel;
+use crate::error::DatabaseError;
 use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
 };
-use crate::storage::DatabaseError;
 use crate::storage::committer::{CommitStats, Committer};
 
 /// The longest persistence id accepted.

@@ -5,7 +5,7 @@
 //!        ^                          | failure
 //!        |                          v
 //!        +---- restart <---- await the parent's directive ----> resume: serve again
-//!                                   | stop                          
+//!                                   | stop
 //!                                   v
 //!                               terminate
 //! ```
@@ -16,21 +16,25 @@
 //! `restart-cause` says why. Terminating stops every child first and waits for each, then runs
 //! `stopping` (skipped after a trap: the instance cannot be entered), releases the path, hands
 //! queued messages to dead letters, tells the watchers and the parent.
+//!
+//! This module holds the lifecycle; `failure` holds how a cell handles failures, its own and its
+//! children's, and `swap` the hot swap of one actor.
+
+mod failure;
+mod swap;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc::error::TryRecvError;
 use tracing::Instrument;
 
 use super::core::ActorCore;
 use super::instance::{ActorInstance, Failure, Stillborn};
-use super::mailbox::{
-    ActorRef, Mailbox, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest, UserMsg,
-};
+use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
 use super::step;
-use super::supervisor::{Directive, Scope};
+use super::supervisor::Directive;
 use crate::address::Address;
 use crate::caps::capability::Origin;
 use crate::caps::{ActorState, Caps, States};
@@ -354,123 +358,6 @@ impl Cell {
         }
     }
 
-    /// Swaps this actor to another version of its module (see `deploy::upgrade`). The old
-    /// instance stays in place until the new one has taken the state (or started); if anything
-    /// fails, the new one is dropped and the old one serves on.
-    async fn upgrade(&mut self, request: UpgradeRequest) -> Option<Exit> {
-        let began = Instant::now();
-        let Some(module) = self
-            .modules
-            .get_version(&request.name, &request.version)
-            .filter(|m| m.hash == request.hash)
-        else {
-            request.answer(Outcome::Failed(
-                "that version is no longer deployed as it was".into(),
-            ));
-            return None;
-        };
-        if module.hash == self.module.hash && module.version == self.module.version {
-            request.answer(Outcome::Unchanged);
-            return None;
-        }
-        let Some(old) = self.instance.as_mut().filter(|i| !i.poisoned) else {
-            request.answer(Outcome::Failed("the actor has no live instance".into()));
-            return None;
-        };
-        // 1. The state, if both versions speak the upgrade hooks.
-        let carried = if old.upgradable() && module.upgrade.is_some() {
-            match old.save_state().await {
-                Ok(state) => state,
-                Err(failure) => {
-                    request.answer(Outcome::Failed(format!(
-                        "the old version failed: {failure}"
-                    )));
-                    self.abandon_step(None);
-                    return Some(Exit::Failed(failure));
-                }
-            }
-        } else {
-            None
-        };
-        if let Err(failure) = self.settle(None).await {
-            request.answer(Outcome::Failed(format!(
-                "the old version failed: {failure}"
-            )));
-            return Some(Exit::Failed(failure));
-        }
-        // 2. The new version, in a fresh sandbox with this actor's bookkeeping.
-        let successor = match self.instance.as_mut() {
-            Some(old) => {
-                let old = old.state();
-                let core = old.core.successor();
-                let caps = self.caps.states(&core, Origin::Upgraded { old: &old.caps });
-                ActorState {
-                    core,
-                    caps,
-                    set: self.caps.clone(),
-                }
-            }
-            None => {
-                request.answer(Outcome::Failed("the actor has no live instance".into()));
-                return None;
-            }
-        };
-        let migrated = carried.is_some();
-        let mut new = match ActorInstance::new(&module, successor).await {
-            Ok(new) => new,
-            Err(Stillborn { failure, .. }) => {
-                request.answer(Outcome::Failed(format!(
-                    "the new version failed to instantiate: {failure}"
-                )));
-                return None;
-            }
-        };
-        let taken = match carried {
-            Some(state) => new.migrate(&self.module.version, state).await,
-            None => new.start(&self.init).await,
-        };
-        if let Err(failure) = taken {
-            let what = if migrated {
-                "refused the state"
-            } else {
-                "failed to start"
-            };
-            self.drop_successor(new);
-            request.answer(Outcome::Failed(format!(
-                "the new version {what}: {failure}"
-            )));
-            return None;
-        }
-        // 3. Swap, then commit what the new version did while taking over.
-        let old = self.instance.replace(new);
-        self.module = module.clone();
-        self.me.set_version(module.version.clone());
-        drop(old);
-        let settled = self.settle(None).await;
-        tracing::info!(version = %module.version, migrated, pause_us = began.elapsed().as_micros() as u64, "upgraded");
-        request.answer(Outcome::Upgraded {
-            migrated,
-            pause: began.elapsed(),
-        });
-        settled.err().map(Exit::Failed)
-    }
-
-    /// Drops a new instance that did not take over: what it held back is discarded, and
-    /// children it spawned (the old instance does not know them) are stopped.
-    fn drop_successor(&mut self, mut new: ActorInstance) {
-        abandon_step(&self.caps, &mut new);
-        let known: HashSet<String> = self
-            .instance
-            .as_mut()
-            .map(|old| old.state().core.children.keys().cloned().collect())
-            .unwrap_or_default();
-        for (name, child) in &new.state().core.children {
-            if !known.contains(name) {
-                child.signal(SystemMsg::Stop(StopReason::Normal));
-            }
-        }
-    }
-
     /// Applies a watch or unwatch to this actor's watchers; gives back any other message.
     fn track_watchers(&mut self, msg: SystemMsg) -> Option<SystemMsg> {
         match msg {
@@ -484,92 +371,6 @@ impl Cell {
             }
             other => Some(other),
         }
-    }
-
-    fn child_gone(&mut self, child: &Address) {
-        let name = child.path.name();
-        if let Some(state) = self.state()
-            && state
-                .core
-                .children
-                .get(name)
-                .is_some_and(|c| c.address.incarnation == child.incarnation)
-        {
-            state.core.children.remove(name);
-            state.core.supervisor.forget(name);
-        }
-    }
-
-    /// Applies this actor's strategy to a failed child.
-    async fn supervise_child(&mut self, child: Address, error: String) -> Option<Exit> {
-        let instance = self.instance.as_mut()?;
-        let name = child.path.name().to_owned();
-        let failed = instance
-            .state()
-            .core
-            .children
-            .get(&name)
-            .filter(|c| c.address.incarnation == child.incarnation)
-            .cloned()?;
-        let chosen = match instance.supervise(&child, &error).await {
-            Ok(chosen) => chosen,
-            Err(failure) => {
-                self.abandon_step(None);
-                return Some(Exit::Failed(failure));
-            }
-        };
-        if let Err(failure) = self.settle(None).await {
-            return Some(Exit::Failed(failure));
-        }
-        let instance = self.instance.as_mut()?;
-        let core = &mut instance.state().core;
-        let scope = core.supervisor.strategy.scope;
-        let decision = core.supervisor.decide(&name, chosen, Instant::now());
-        tracing::info!(child = %child, directive = ?decision.directive, ?scope, %error, "supervising a failed child");
-        self.kernel
-            .guardian
-            .publish(&child, &error, decision.directive);
-        let siblings: Vec<ActorRef> = match scope {
-            Scope::OneForOne => Vec::new(),
-            Scope::AllForOne => core
-                .children
-                .values()
-                .filter(|c| c.address != child)
-                .cloned()
-                .collect(),
-        };
-        let directive = |directive, cause: String| SystemMsg::Directive {
-            directive,
-            delay: decision.delay,
-            cause,
-        };
-        match decision.directive {
-            Directive::Escalate => {
-                self.escalated.push(failed);
-                return Some(Exit::Failed(Failure::Error(format!(
-                    "escalated: child {child} failed: {error}"
-                ))));
-            }
-            Directive::Resume => {
-                failed.signal(directive(Directive::Resume, error));
-            }
-            Directive::Restart => {
-                for sibling in &siblings {
-                    sibling.signal(directive(
-                        Directive::Restart,
-                        format!("sibling {child} failed: {error}"),
-                    ));
-                }
-                failed.signal(directive(Directive::Restart, error));
-            }
-            Directive::Stop => {
-                for sibling in &siblings {
-                    sibling.signal(SystemMsg::Stop(StopReason::Normal));
-                }
-                failed.signal(directive(Directive::Stop, error));
-            }
-        }
-        None
     }
 
     async fn handle_user(&mut self, msg: UserMsg) -> Option<Exit> {
@@ -596,132 +397,6 @@ impl Cell {
             .core
             .stop_requested
             .then_some(Exit::Stop(StopReason::Normal))
-    }
-
-    /// Reports the failure and waits for the decision, serving only system messages.
-    async fn await_directive(&mut self, error: String) -> Verdict {
-        self.kernel
-            .report_failure(&self.me, self.parent.as_ref(), error);
-        loop {
-            let Some(msg) = self.mailbox.system.recv().await else {
-                return Verdict::Stop(StopReason::Normal);
-            };
-            let Some(msg) = self.track_watchers(msg) else {
-                continue;
-            };
-            match msg {
-                SystemMsg::Directive {
-                    directive,
-                    delay,
-                    cause,
-                } => {
-                    return match directive {
-                        Directive::Resume => Verdict::Resume,
-                        Directive::Restart => Verdict::Restart(delay),
-                        Directive::Stop | Directive::Escalate => {
-                            Verdict::Stop(StopReason::Failure(cause))
-                        }
-                    };
-                }
-                SystemMsg::Stop(reason) => return Verdict::Stop(reason),
-                SystemMsg::ChildTerminated(child) => self.child_gone(&child),
-                failed @ SystemMsg::Failed { .. } => self.deferred.push_back(failed),
-                SystemMsg::Upgrade(request) => request.answer(Outcome::Failed(
-                    "the actor has failed and waits for its supervisor".into(),
-                )),
-                SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => {}
-            }
-        }
-    }
-
-    /// Takes down the old instance (children first) and waits out the backoff. Returns a stop
-    /// reason if the actor was stopped meanwhile.
-    async fn prepare_restart(&mut self, cause: &str, delay: Duration) -> Option<StopReason> {
-        match self.instance.as_mut() {
-            Some(instance) => self
-                .caps
-                .restarting(&self.me.address, &mut instance.state().caps),
-            None => {
-                if let Some(states) = self.carried.as_mut() {
-                    self.caps.restarting(&self.me.address, states);
-                }
-            }
-        }
-        self.deferred.clear();
-        self.escalated.clear();
-        let mut stopped = None;
-        if let Some(mut instance) = self.instance.take() {
-            instance.state().core.stopping = true;
-            stopped = self
-                .stop_children(&mut instance, StopReason::ParentFailure(cause.to_owned()))
-                .await;
-            if !instance.poisoned {
-                let stopped = instance
-                    .stopping(&StopReason::Failure(cause.to_owned()))
-                    .await;
-                self.settle_final(
-                    &mut instance,
-                    stopped,
-                    "stopping hook failed during restart",
-                )
-                .await;
-            }
-            self.carried = Some(instance.into_state().caps);
-        }
-        if stopped.is_some() || delay.is_zero() {
-            return stopped;
-        }
-        let sleep = tokio::time::sleep(delay);
-        tokio::pin!(sleep);
-        loop {
-            let msg = tokio::select! {
-                _ = &mut sleep => return None,
-                msg = self.mailbox.system.recv() => msg,
-            };
-            let Some(msg) = msg else {
-                return Some(StopReason::Normal);
-            };
-            match self.track_watchers(msg) {
-                Some(SystemMsg::Stop(reason)) => return Some(reason),
-                Some(SystemMsg::Directive {
-                    directive: Directive::Stop,
-                    cause,
-                    ..
-                }) => return Some(StopReason::Failure(cause)),
-                _ => {}
-            }
-        }
-    }
-
-    /// Stops every child with `reason` and waits until each has terminated. Returns a stop
-    /// reason that arrived for this actor meanwhile.
-    async fn stop_children(
-        &mut self,
-        instance: &mut ActorInstance,
-        reason: StopReason,
-    ) -> Option<StopReason> {
-        for child in instance.state().core.children.values() {
-            child.signal(SystemMsg::Stop(reason.clone()));
-        }
-        let mut stopped = None;
-        while !instance.state().core.children.is_empty() {
-            let Some(msg) = self.mailbox.system.recv().await else {
-                break;
-            };
-            match self.track_watchers(msg) {
-                Some(SystemMsg::ChildTerminated(child)) => {
-                    instance.state().core.children.remove(child.path.name());
-                }
-                Some(SystemMsg::Stop(r)) => stopped = stopped.or(Some(r)),
-                Some(SystemMsg::Directive {
-                    directive: Directive::Stop,
-                    cause,
-                    ..
-                }) => stopped = stopped.or(Some(StopReason::Failure(cause))),
-                _ => {}
-            }
-        }
-        stopped
     }
 
     /// Stops the children, runs `stopping`, releases the path, tells watchers and the parent.
@@ -799,15 +474,19 @@ async fn commit_step(
 ) -> Result<(), Failure> {
     let state = instance.state();
     let mut consumed = consumed;
-    let commits = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
+    let sealed = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
     kernel.settle(consumed);
+    if sealed.is_none() && !state.core.step.holds() {
+        // Nothing to write, and its effects took place during the call.
+        return Ok(());
+    }
     let effects = state.core.step.take();
-    for commit in commits {
-        if let Err(error) = commit.await {
-            step::discard(effects);
-            instance.poisoned = true;
-            return Err(Failure::Trap(crate::error::chain(error.as_ref())));
-        }
+    if let Some(commit) = sealed
+        && let Err(error) = commit.await
+    {
+        step::discard(effects);
+        instance.poisoned = true;
+        return Err(Failure::Trap(crate::error::chain(error.as_ref())));
     }
     step::release(kernel, effects);
     Ok(())

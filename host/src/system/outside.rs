@@ -1,0 +1,51 @@
+//! Sends from outside the system (the API, the CLI, probes): the path is checked, the size
+//! limit applies, and a full mailbox is the sender's error instead of a dead letter.
+
+use std::sync::Arc;
+
+use crate::address::{ActorPath, Address};
+use crate::error::SendError;
+use crate::kernel::Kernel;
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::message::Envelope;
+
+/// Checks a send from outside: an absolute path and a body within the size limit.
+pub(super) fn check_outside(
+    kernel: &Kernel,
+    to: &str,
+    body: &[u8],
+) -> Result<ActorPath, SendError> {
+    let path = ActorPath::parse(to)?;
+    let limit = kernel.config.max_message_bytes;
+    if body.len() > limit {
+        return Err(SendError::TooLarge {
+            size: body.len(),
+            limit,
+        });
+    }
+    Ok(path)
+}
+
+/// A send from outside the system: the path is checked and the size limit applies.
+pub(super) fn tell_outside(
+    kernel: &Arc<Kernel>,
+    sender: Option<Address>,
+    to: &str,
+    kind: &str,
+    body: Vec<u8>,
+) -> Result<(), SendError> {
+    let path = check_outside(kernel, to, &body)?;
+    let envelope = Envelope::new(sender, kind, body);
+    match kernel.deliver(path.as_str(), None, envelope) {
+        Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
+            Err(SendError::MailboxFull {
+                path: undelivered.target,
+            })
+        }
+        Some(undelivered) => {
+            kernel.dead_letter(undelivered.envelope, undelivered.target, undelivered.reason);
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
