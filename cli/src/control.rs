@@ -88,6 +88,9 @@ pub(crate) struct Node {
     #[serde(default)]
     pub(crate) version: Option<String>,
     pub(crate) mailbox_depth: usize,
+    /// What the actor was refused, by kind (`timers`, `log`, ...), only kinds with a count.
+    #[serde(default)]
+    pub(crate) refusals: Vec<(String, u64)>,
 }
 
 /// The reply to an `ask`.
@@ -192,6 +195,11 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
                         module: i.module,
                         version: i.version,
                         mailbox_depth: i.mailbox_depth,
+                        refusals: i
+                            .refusals
+                            .iter()
+                            .map(|(q, n)| (q.name().to_owned(), *n))
+                            .collect(),
                     })
                     .collect(),
             );

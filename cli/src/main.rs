@@ -208,8 +208,13 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             let response = control::request(&control, &control::Request::Tree).await?;
             for node in response.actors.unwrap_or_default() {
                 let depth = node.path.matches('/').count().saturating_sub(1);
+                let refused: String = node
+                    .refusals
+                    .iter()
+                    .map(|(kind, n)| format!(" refused:{kind}={n}"))
+                    .collect();
                 println!(
-                    "{:indent$}{} #{} {} mailbox={}",
+                    "{:indent$}{} #{} {} mailbox={}{refused}",
                     "",
                     node.path,
                     node.incarnation,

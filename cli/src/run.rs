@@ -18,6 +18,9 @@ pub(crate) async fn run(
         .or(manifest.storage.clone())
         .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));
     config.storage(&db);
+    if let Some(quotas) = manifest.quotas {
+        config.quotas(quotas);
+    }
     let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
         let bytes = std::fs::read(&module.path)

@@ -9,13 +9,14 @@
 //     },
 //   });
 //
-// Bodies are JSON (UTF-8 text): `msg.value` is the decoded body (null if empty or not JSON),
+// Bodies are JSON (UTF-8 text): `msg.value` is the decoded body (null if empty; not JSON throws
+// `Malformed`, which rejects the message instead of failing the actor),
 // `msg.body` the raw bytes; `ctx.tell(to, kind, value)` encodes `value` as JSON (a Uint8Array
 // goes as it is). The Rust SDK speaks the same encoding for types declared with `json_message!`.
 // An exception thrown by `start` or `receive` is returned to the host as the call's error: the
 // actor fails and its supervisor decides, as for a Rust actor. `receive` may be async (return a
 // promise): the call then ends when the promise settles.
-import { selfAddress, tell, tellPath, spawn, stop, log } from 'mote:actor/host@0.1.0';
+import { selfAddress, tell, tellPath, spawn, stop, log, reject } from 'mote:actor/host@0.1.0';
 import { restartCause } from 'mote:actor/supervision@0.1.0';
 import { publish, subscribe, ask } from 'mote:actor/messaging@0.1.0';
 
@@ -28,12 +29,19 @@ function encodeBody(value) {
   return textEncoder.encode(JSON.stringify(value));
 }
 
+/**
+ * A message body that does not decode: the sender's problem, never the receiver's. Thrown by
+ * `msg.value` for a body that is not JSON; an actor may throw it too. `receive` then rejects
+ * the message (the host makes it a dead letter with the reason) and the actor does not fail.
+ */
+class Malformed extends Error {}
+
 function decodeBody(body) {
   if (!body || body.length === 0) return null;
   try {
     return JSON.parse(textDecoder.decode(body));
-  } catch {
-    return null;
+  } catch (e) {
+    throw new Malformed(`body is not JSON: ${e.message}`);
   }
 }
 
@@ -107,14 +115,21 @@ function moteActor(definition) {
       ctx.current = {
         kind: raw.kind,
         body: raw.body,
-        value: decodeBody(raw.body),
+        get value() {
+          return decodeBody(raw.body);
+        },
         sender: raw.sender ? raw.sender.path : undefined,
         senderAddress: raw.sender,
+      };
+      const malformed = (e) => {
+        reject(`malformed \`${raw.kind}\` body: ${e.message}`);
+        ctx.current = undefined;
       };
       let result;
       try {
         result = self.receive ? self.receive(ctx, ctx.current) : undefined;
       } catch (e) {
+        if (e instanceof Malformed) return malformed(e);
         ctx.current = undefined;
         return failure(e);
       }
@@ -125,6 +140,7 @@ function moteActor(definition) {
             ctx.current = undefined;
           },
           (e) => {
+            if (e instanceof Malformed) return malformed(e);
             ctx.current = undefined;
             return failure(e);
           },

@@ -15,7 +15,8 @@ Write a class with `start`, `receive` and (optionally) `stopping`, and export it
 
     Actor = mote_actor.export(Greeter)   # the name componentize-py looks for
 
-Bodies are JSON (UTF-8 text): `msg.value` is the decoded body (None if empty), `msg.body` the raw
+Bodies are JSON (UTF-8 text): `msg.value` is the decoded body (None if empty; a body that is not
+JSON raises `Malformed`, which rejects the message instead of failing the actor), `msg.body` the raw
 bytes; `ctx.tell(to, kind, value)` encodes `value` as JSON (bytes go as they are). The Rust SDK
 speaks the same encoding for types declared with `json_message!`.
 
@@ -42,14 +43,23 @@ def encode(value):
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+class Malformed(Exception):
+    """A message body that does not decode: the sender's problem, never the receiver's.
+
+    Raised by `Message.value` for a body that is not JSON; an actor may raise it too (for JSON
+    of the wrong shape, say). `receive` then rejects the message: the host makes it a dead
+    letter with the reason, and the actor does not fail.
+    """
+
+
 def decode(body):
-    """The JSON value of `body`, None if it is empty or not JSON."""
+    """The JSON value of `body`, None if it is empty; `Malformed` if it is not JSON."""
     if not body:
         return None
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Malformed(f"body is not JSON: {e}") from None
 
 
 class Message:
@@ -58,12 +68,16 @@ class Message:
     def __init__(self, raw):
         self.kind = raw.kind
         self.body = raw.body
-        self.value = decode(raw.body)
         self._sender = raw.sender
         self.sender = raw.sender.path if raw.sender is not None else None
 
+    @property
+    def value(self):
+        """The body's JSON value (None if empty); raises `Malformed` if it is not JSON."""
+        return decode(self.body)
+
     def __repr__(self):
-        return f"Message({self.kind!r} from {self.sender!r}: {self.value!r})"
+        return f"Message({self.kind!r} from {self.sender!r}: {bytes(self.body)!r})"
 
 
 class Context:
@@ -162,6 +176,8 @@ def export(cls):
             ctx.current = Message(msg)
             try:
                 state["actor"].receive(ctx, ctx.current)
+            except Malformed as e:
+                host.reject(f"malformed `{msg.kind}` body: {e}")
             except Exception as e:  # noqa: BLE001 - any exception is this actor's failure
                 raise _failure(e)
             finally:

@@ -3,7 +3,7 @@
 use core::fmt;
 
 use crate::bindings::mote::actor::persistence::PersistError;
-use crate::bindings::mote::actor::types::{SendError, SpawnError};
+use crate::bindings::mote::actor::types::{Quota, SendError, SpawnError};
 
 /// Result of actor code; the error defaults to [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
@@ -17,6 +17,8 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 pub struct Error {
     message: String,
     persist: Option<PersistError>,
+    /// A message body did not decode: the sender's problem, not the actor's.
+    malformed: bool,
 }
 
 impl Error {
@@ -25,7 +27,23 @@ impl Error {
         Self {
             message: message.to_string(),
             persist: None,
+            malformed: false,
         }
+    }
+
+    /// Marks the error as a message body that did not decode: the runtime rejects such a
+    /// message (a dead letter) instead of failing the actor.
+    #[must_use]
+    pub fn into_malformed(self) -> Self {
+        Self {
+            malformed: true,
+            ..self
+        }
+    }
+
+    /// Whether this is a message body that did not decode.
+    pub fn is_malformed(&self) -> bool {
+        self.malformed
     }
 
     /// Prefixes the message with what was being done, as in `context: message`.
@@ -59,6 +77,10 @@ impl Error {
             SendError::TooLarge(size) => {
                 Self::msg(format!("{action}: message of {size} bytes is too large"))
             }
+            SendError::ReservedKind(kind) => Self::msg(format!(
+                "{action}: kind `{kind}` is the host's own (kinds starting `mote.` are reserved)"
+            )),
+            SendError::Quota(quota) => Self::msg(format!("{action}: {}", quota_text(quota))),
         }
     }
 
@@ -70,6 +92,7 @@ impl Error {
             SpawnError::UnknownModule(module) => format!("no module `{module}` is deployed"),
             SpawnError::Instantiation(why) => format!("instantiation failed: {why}"),
             SpawnError::Stopping => "this actor is stopping".to_string(),
+            SpawnError::Quota(quota) => quota_text(quota),
         };
         Self::msg(format!(
             "cannot spawn `{name}` from module `{module}`: {why}"
@@ -87,12 +110,36 @@ impl Error {
                 "this actor is not persistent: call `recover` first".to_string()
             }
             PersistError::Storage(why) => format!("storage failed: {why}"),
+            PersistError::NotOwned(id) => {
+                format!("persistence id `{id}` is in another owner's scope")
+            }
+            PersistError::Quota(quota) => quota_text(*quota),
+            PersistError::ReservedKind(kind) => {
+                format!("kind `{kind}` is the host's own (kinds starting `mote.` are reserved)")
+            }
         };
         Self {
             message: format!("{action}: {why}"),
             persist: Some(error),
+            malformed: false,
         }
     }
+}
+
+/// What a refusal by quota means, in words.
+fn quota_text(quota: Quota) -> String {
+    let what = match quota {
+        Quota::Timers => "too many timers pending",
+        Quota::TimerPeriod => "the period is shorter than the host allows",
+        Quota::Reminders => "too many reminders pending",
+        Quota::Subscriptions => "too many topics subscribed",
+        Quota::Groups => "too many groups joined",
+        Quota::Asks => "too many asks pending",
+        Quota::AskDeadline => "the deadline is longer than the host allows",
+        Quota::Descendants => "too many live descendants",
+        Quota::NameLength => "a name, path or kind is longer than the host allows",
+    };
+    format!("refused by quota: {what}")
 }
 
 impl<E: std::error::Error> From<E> for Error {

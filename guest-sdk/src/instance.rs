@@ -24,6 +24,8 @@ pub struct Instance<A: Actor> {
     stash: VecDeque<Envelope>,
     /// Envelopes to handle before taking the next new message.
     ready: VecDeque<Envelope>,
+    /// Why the last new message was rejected (its body did not decode), if it was.
+    rejected: Option<String>,
 }
 
 impl<A: Actor> Instance<A> {
@@ -50,6 +52,7 @@ impl<A: Actor> Instance<A> {
             behaviors: Vec::new(),
             stash: VecDeque::new(),
             ready: VecDeque::new(),
+            rejected: None,
         };
         instance.apply(ctx.take_requests(), None)?;
         Ok(instance)
@@ -67,12 +70,31 @@ impl<A: Actor> Instance<A> {
 
     /// Handles a new message after any left over, and every message unstashed meanwhile;
     /// stops at the first failure, keeping the rest for the next call.
+    ///
+    /// A message of the actor's kind whose body does not decode is no failure: it is the
+    /// sender's problem. The new message is then rejected ([`Instance::take_rejected`] says
+    /// why; the runtime hands it to the host's dead letters); an older one, left over or
+    /// unstashed, is dropped with a warning.
     pub fn receive(&mut self, env: Envelope) -> Result<()> {
+        self.rejected = None;
         self.ready.push_back(env);
         while let Some(env) = self.ready.pop_front() {
-            self.deliver(env)?;
+            // Only fronts are added while this runs: the new message is the last one out.
+            let new = self.ready.is_empty();
+            match self.deliver(env) {
+                Err(e) if e.is_malformed() && new => self.rejected = Some(e.into()),
+                Err(e) if e.is_malformed() => {
+                    Context::new(None).warn(&format!("dropped a stashed message: {e}"));
+                }
+                other => other?,
+            }
         }
         Ok(())
+    }
+
+    /// Why the new message of the last [`Instance::receive`] was rejected, if it was.
+    pub fn take_rejected(&mut self) -> Option<String> {
+        self.rejected.take()
     }
 
     /// Runs [`Actor::supervise`], applying its behaviour changes (an unstash waits for the next
@@ -128,7 +150,7 @@ impl<A: Actor> Instance<A> {
         if env.kind != A::Msg::KIND {
             return self.actor.unhandled(ctx, env.clone());
         }
-        let msg = decode::<A::Msg>(&env.kind, &env.body)?;
+        let msg = decode::<A::Msg>(&env.kind, &env.body).map_err(Error::into_malformed)?;
         match self.behaviors.last() {
             Some(behavior) => behavior(&mut self.actor, ctx, msg),
             None => self.actor.receive(ctx, msg),
@@ -499,14 +521,19 @@ mod tests {
     }
 
     #[test]
-    fn malformed_bodies_fail_the_message() {
+    fn malformed_bodies_are_rejected_not_failures() -> Result<()> {
         let env = Envelope {
             sender: None,
             kind: "Door".to_string(),
             body: vec![99],
         };
-        let gate = Instance::<Gate>::start(b"");
-        assert!(gate.and_then(|mut gate| gate.receive(env)).is_err());
+        let mut gate = Instance::<Gate>::start(b"")?;
+        gate.receive(env)?;
+        let why = gate.take_rejected().expect("the message is rejected");
+        assert!(why.contains("malformed `Door` body"), "{why}");
+        gate.receive(Envelope::of(from("/user/a"), &Door::Item(1))?)?;
+        assert_eq!(gate.take_rejected(), None, "a good message is not rejected");
+        Ok(())
     }
 
     #[test]
@@ -639,7 +666,8 @@ mod tests {
             kind: "order".to_string(),
             body: br#"{"id": "three"}"#.to_vec(),
         };
-        assert!(shop.receive(malformed).is_err());
+        shop.receive(malformed)?;
+        assert!(shop.take_rejected().is_some_and(|why| why.contains("JSON")));
         assert_eq!(shop.actor.orders.len(), 2);
         Ok(())
     }

@@ -24,9 +24,11 @@ use crate::timers::millis;
 pub const DEAD_LETTERS_TOPIC: &str = "/system/deadletters";
 
 impl Context {
-    /// Receives every message published to `topic` from now on.
-    pub fn subscribe(&self, topic: &str) {
-        messaging::subscribe(topic);
+    /// Receives every message published to `topic` from now on; refused past this actor's
+    /// subscription quota or for a topic name that is too long.
+    pub fn subscribe(&self, topic: &str) -> Result<()> {
+        messaging::subscribe(topic)
+            .map_err(|e| Error::refused(format_args!("cannot subscribe to `{topic}`"), e))
     }
 
     /// Stops receiving `topic`.
@@ -46,8 +48,8 @@ impl Context {
     }
 
     /// Joins the named group.
-    pub fn join(&self, group: &str) {
-        messaging::join(group);
+    pub fn join(&self, group: &str) -> Result<()> {
+        messaging::join(group).map_err(|e| Error::refused(format_args!("cannot join `{group}`"), e))
     }
 
     /// Leaves the named group.

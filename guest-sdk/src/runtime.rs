@@ -59,7 +59,11 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
         let WitMessage { sender, kind, body } = msg;
         instance
             .receive(Envelope { sender, kind, body })
-            .map_err(String::from)
+            .map_err(String::from)?;
+        if let Some(reason) = instance.take_rejected() {
+            host::reject(&reason);
+        }
+        Ok(())
     })
 }
 

@@ -66,12 +66,14 @@ impl Strategy {
 }
 
 impl Default for SpawnOptions {
-    /// Every limit left to the host's default.
+    /// Every limit left to the parent's own.
     fn default() -> Self {
         Self {
             mailbox_capacity: None,
             memory_limit: None,
             cpu_deadline_ms: None,
+            mailbox_bytes: None,
+            descendants: None,
         }
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::actor::supervisor::Strategy;
+use crate::quota::Quotas;
 
 /// Configuration of an [`ActorSystem`](crate::ActorSystem). Build it with [`HostConfig::new`] and
 /// the setters; every knob has a sane default.
@@ -20,6 +21,7 @@ pub struct HostConfig {
     pub(crate) pool_size: u32,
     pub(crate) shutdown_timeout: Duration,
     pub(crate) mailbox_capacity: usize,
+    pub(crate) mailbox_bytes: usize,
     pub(crate) memory_limit: usize,
     pub(crate) cpu_deadline: Duration,
     pub(crate) root_strategy: Strategy,
@@ -27,6 +29,7 @@ pub struct HostConfig {
     pub(crate) group_commit: usize,
     pub(crate) max_state_bytes: usize,
     pub(crate) module_cache: Option<PathBuf>,
+    pub(crate) quotas: Quotas,
 }
 
 impl Default for HostConfig {
@@ -43,6 +46,7 @@ impl Default for HostConfig {
             pool_size: 1000,
             shutdown_timeout: Duration::from_secs(10),
             mailbox_capacity: 10_000,
+            mailbox_bytes: 32 << 20,
             memory_limit: 128 << 20,
             cpu_deadline: Duration::from_secs(5),
             root_strategy: Strategy::default(),
@@ -50,6 +54,7 @@ impl Default for HostConfig {
             group_commit: 1024,
             max_state_bytes: 16 << 20,
             module_cache: None,
+            quotas: Quotas::default(),
         }
     }
 }
@@ -121,6 +126,13 @@ impl HostConfig {
         self
     }
 
+    /// Default bytes of message bodies an actor's mailbox holds (default 32 MiB). A send that
+    /// would pass it is refused like a send to a full mailbox.
+    pub fn mailbox_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.mailbox_bytes = bytes.max(1);
+        self
+    }
+
     /// Limit of an actor's linear memory in bytes (default 128 MiB); a spawn may set a lower one.
     /// Growing past it is a failure of that actor, handled by its supervisor. Each actor's
     /// memory is a slot of this size in a shared mapping: virtual space only, RAM as touched.
@@ -169,6 +181,15 @@ impl HostConfig {
     /// without one). A restarted host loads a module from here in ~50 µs instead of compiling it.
     pub fn module_cache(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.module_cache = Some(dir.into());
+        self
+    }
+
+    /// The bounds every actor gets: pending timers, reminders, subscriptions, groups and asks,
+    /// the shortest timer period, the longest ask deadline, names and paths, and the log
+    /// budget (see [`Quotas`] for each default). A refusal is a typed error for the guest and
+    /// a counter in [`ActorSystem::tree`](crate::ActorSystem::tree).
+    pub fn quotas(&mut self, quotas: Quotas) -> &mut Self {
+        self.quotas = quotas;
         self
     }
 

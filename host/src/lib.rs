@@ -33,7 +33,7 @@
 //!  actor       mailbox (two lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
 //!  storage     database (the redb file) · committer (group commit)
-//!  vocabulary  address · message · config · error
+//!  vocabulary  address · message · quota · config · error
 //! ```
 //!
 //! Adding a capability is its unit under `caps/`, its interface in `wit/actor.wit`, and one
@@ -58,6 +58,7 @@ mod deploy;
 mod error;
 mod kernel;
 mod message;
+mod quota;
 mod sandbox;
 mod storage;
 mod system;
@@ -96,5 +97,6 @@ pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
 pub use kernel::guardian::SupervisionEvent;
 pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
+pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{ActorInfo, ActorSystem, Probe};

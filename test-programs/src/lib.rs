@@ -44,5 +44,6 @@ pub const NAMES: &[&str] = &[
     "js_events",
     "c_counter",
     "clock",
+    "attacker",
     "js_http_fetch",
 ];

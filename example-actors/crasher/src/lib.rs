@@ -67,7 +67,7 @@ impl Actor for Crasher {
             return Err(Error::msg("start refused"));
         }
         for group in groups {
-            ctx.join(group);
+            ctx.join(group)?;
         }
         Ok(Self {
             report_to,

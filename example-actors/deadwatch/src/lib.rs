@@ -19,7 +19,7 @@ impl Actor for Deadwatch {
     fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
         let words = init_words(init);
         let report_to = init_arg(&words, 0, "report-path")?;
-        ctx.subscribe(DEAD_LETTERS_TOPIC);
+        ctx.subscribe(DEAD_LETTERS_TOPIC)?;
         Ok(Self { report_to })
     }
 

@@ -19,7 +19,7 @@ impl Actor for Subscriber {
         let words = init_words(init);
         let topic: String = init_arg(&words, 0, "topic")?;
         let report_to = init_arg(&words, 1, "report-path")?;
-        ctx.subscribe(&topic);
+        ctx.subscribe(&topic)?;
         Ok(Self { report_to })
     }
 

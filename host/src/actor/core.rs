@@ -13,8 +13,9 @@ use super::supervisor::Supervisor;
 use crate::address::Address;
 use crate::error::{AddressError, SpawnError};
 use crate::kernel::Kernel;
-use crate::kernel::spawn::{Limits, SpawnRequest};
+use crate::kernel::spawn::{Limits, Lineage, SpawnRequest};
 use crate::message::Envelope;
+use crate::quota::{Quota, Quotas, Refusals};
 use crate::sandbox::meter::{Meter, Usage};
 
 /// The core of one actor instance's store data.
@@ -22,7 +23,15 @@ pub(crate) struct ActorCore {
     pub(crate) kernel: Arc<Kernel>,
     pub(crate) me: Address,
     pub(crate) parent: Option<Address>,
+    /// The name of the module it runs (the owner of its durable state).
+    pub(crate) module: Arc<str>,
     pub(crate) limits: Limits,
+    /// What the actor was refused so far, by quota.
+    pub(crate) refusals: Arc<Refusals>,
+    /// Its count of live descendants, and its ancestors'.
+    pub(crate) lineage: Arc<Lineage>,
+    /// Set by `reject` inside `receive`: the message becomes a dead letter with this reason.
+    pub(crate) rejected: Option<String>,
     /// Live children by name; the cell removes them as they terminate.
     pub(crate) children: BTreeMap<String, ActorRef>,
     /// How this actor supervises its children.
@@ -36,9 +45,16 @@ pub(crate) struct ActorCore {
     pub(crate) meter: Meter,
 }
 
-/// A message body past the host's size limit (its size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TooLarge(pub(crate) usize);
+/// Why a message from an actor was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unsendable {
+    /// The body is past the host's size limit (its size).
+    TooLarge(usize),
+    /// The kind is the host's own (it).
+    ReservedKind(String),
+    /// A bound was passed.
+    Quota(Quota),
+}
 
 /// Why a child was not spawned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +67,8 @@ pub(crate) enum ChildRefused {
     NameTaken(String),
     /// The kernel refused the spawn.
     Spawn(SpawnError),
+    /// A bound was passed.
+    Quota(Quota),
 }
 
 impl ActorCore {
@@ -59,9 +77,11 @@ impl ActorCore {
         kernel: Arc<Kernel>,
         me: Address,
         parent: Option<Address>,
+        module: Arc<str>,
         limits: Limits,
-        usage: Arc<Usage>,
+        account: (Arc<Usage>, Arc<Refusals>, Arc<Lineage>),
     ) -> Self {
+        let (usage, refusals, lineage) = account;
         let config = &kernel.config;
         let slice = config
             .epoch_tick
@@ -71,7 +91,11 @@ impl ActorCore {
             kernel,
             me,
             parent,
+            module,
             limits,
+            refusals,
+            lineage,
+            rejected: None,
             children: BTreeMap::new(),
             supervisor: Supervisor::default(),
             stop_requested: false,
@@ -88,8 +112,13 @@ impl ActorCore {
             self.kernel.clone(),
             self.me.clone(),
             self.parent.clone(),
+            self.module.clone(),
             self.limits,
-            self.meter.usage.clone(),
+            (
+                self.meter.usage.clone(),
+                self.refusals.clone(),
+                self.lineage.clone(),
+            ),
         );
         next.children = self.children.clone();
         next.supervisor = self.supervisor.clone();
@@ -97,12 +126,40 @@ impl ActorCore {
         next
     }
 
-    /// A message from this actor, within the host's size limit.
-    pub(crate) fn envelope(&self, kind: String, body: Vec<u8>) -> Result<Envelope, TooLarge> {
+    /// This actor's quotas.
+    pub(crate) fn quotas(&self) -> &Quotas {
+        &self.limits.quotas
+    }
+
+    /// Counts a refusal of `quota` and gives it back.
+    pub(crate) fn refuse(&self, quota: Quota) -> Quota {
+        self.refusals.count(quota)
+    }
+
+    /// Checks a topic, group or other name against the length bound, counting a refusal.
+    pub(crate) fn check_name(&self, name: &str) -> Result<(), Quota> {
+        self.quotas().check_name(name).map_err(|q| self.refuse(q))
+    }
+
+    /// Checks a path the guest names against the length bound, counting a refusal.
+    pub(crate) fn check_path(&self, path: &str) -> Result<(), Quota> {
+        self.quotas().check_path(path).map_err(|q| self.refuse(q))
+    }
+
+    /// A message from this actor: within the host's size limit, of a kind that is not the
+    /// host's own and not too long. A refusal is counted.
+    pub(crate) fn envelope(&self, kind: String, body: Vec<u8>) -> Result<Envelope, Unsendable> {
         if body.len() > self.kernel.config.max_message_bytes {
-            return Err(TooLarge(body.len()));
+            return Err(Unsendable::TooLarge(body.len()));
         }
-        Ok(Envelope::new(Some(self.me.clone()), kind, body))
+        match self.quotas().check_kind(&kind) {
+            Ok(()) => Ok(Envelope::new(Some(self.me.clone()), kind, body)),
+            Err(Quota::ReservedKind) => {
+                self.refuse(Quota::ReservedKind);
+                Err(Unsendable::ReservedKind(kind))
+            }
+            Err(quota) => Err(Unsendable::Quota(self.refuse(quota))),
+        }
     }
 
     /// Sends `envelope` now, or when the step commits.
@@ -142,6 +199,18 @@ impl ActorCore {
         if self.children.contains_key(name) {
             return Err(ChildRefused::NameTaken(path.to_string()));
         }
+        if let Err(quota) = self
+            .check_name(name)
+            .and_then(|()| self.check_name(&module))
+        {
+            return Err(ChildRefused::Quota(quota));
+        }
+        if let Err(quota) = self.check_path(path.as_str()) {
+            return Err(ChildRefused::Quota(quota));
+        }
+        let Some(reservation) = self.lineage.reserve(limits.quotas.descendants) else {
+            return Err(ChildRefused::Quota(self.refuse(Quota::Descendants)));
+        };
         let spawned = self
             .kernel
             .spawn(SpawnRequest {
@@ -151,6 +220,7 @@ impl ActorCore {
                 parent: Some(self.me.clone()),
                 limits,
                 passivate_after: None,
+                reservation: Some(reservation),
             })
             .map_err(ChildRefused::Spawn)?;
         let address = spawned.actor.address.clone();

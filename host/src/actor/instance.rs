@@ -141,7 +141,9 @@ impl ActorInstance {
     }
 
     fn begin_call(&mut self) {
-        self.store.data_mut().core.meter.begin_call();
+        let core = &mut self.store.data_mut().core;
+        core.meter.begin_call();
+        core.rejected = None;
         if self.epochs {
             self.store.set_epoch_deadline(self.slice_ticks);
         }
@@ -159,10 +161,16 @@ impl ActorInstance {
         self.flatten(result)
     }
 
-    pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<(), Failure> {
+    /// Hands `envelope` to `receive`. A message the guest rejected (`host.reject`) comes back
+    /// with the reason, whatever the call returned, unless it trapped.
+    pub(crate) async fn receive(
+        &mut self,
+        envelope: Envelope,
+    ) -> Result<Option<(Envelope, String)>, Failure> {
         self.begin_call();
+        let sender = envelope.sender;
         let msg = WitMessage {
-            sender: envelope.sender.map(to_wit_address),
+            sender: sender.clone().map(to_wit_address),
             kind: envelope.kind,
             body: envelope.body,
         };
@@ -173,7 +181,14 @@ impl ActorInstance {
             &self.usage,
         )
         .await;
-        self.flatten(result)
+        let rejected = self.store.data_mut().core.rejected.take();
+        match (rejected, result) {
+            (Some(reason), Ok(_)) => {
+                let envelope = Envelope::new(sender, msg.kind, msg.body);
+                Ok(Some((envelope, reason)))
+            }
+            (_, result) => self.flatten(result).map(|()| None),
+        }
     }
 
     pub(crate) async fn stopping(&mut self, reason: &StopReason) -> Result<(), Failure> {

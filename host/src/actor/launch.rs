@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::cell::CellSpec;
+use super::mailbox::Capacity;
 use crate::caps::Caps;
 use crate::deploy::modules::Modules;
 use crate::error::SpawnError;
@@ -41,13 +42,18 @@ impl Extensions for Launcher {
             parent,
             limits,
             passivate_after,
+            reservation,
         } = request;
         let module = self
             .modules
             .get(&module)
             .ok_or(SpawnError::UnknownModule(module))?;
         let labels = (module.name.clone(), module.version.clone());
-        let (actor, mailbox) = kernel.claim(path, Some(labels), limits.mailbox_capacity)?;
+        let capacity = Capacity {
+            messages: limits.mailbox_capacity,
+            bytes: limits.mailbox_bytes,
+        };
+        let (actor, mailbox) = kernel.claim(path, Some(labels), capacity)?;
         tracing::debug!(actor = %actor.address, module = %module.name, "spawned");
         let task = CellSpec {
             kernel: kernel.clone(),
@@ -60,6 +66,7 @@ impl Extensions for Launcher {
             mailbox,
             limits,
             passivate_after,
+            reservation,
         };
         Ok(Spawned {
             actor,

@@ -3,8 +3,8 @@
 //! Invariants:
 //! - The system lane (stop, failures, directives, watch) is always served before the user lane.
 //! - Per sender->receiver pair, user messages arrive in send order (one FIFO channel per actor).
-//! - The user lane holds at most `capacity` messages; a send beyond that is refused, and the
-//!   sender learns it (a dead letter from an actor, an error from the API). Host messages
+//! - The user lane holds at most its capacity of messages and of bytes of bodies; a send
+//!   beyond either is refused, and the sender learns it (a dead letter from an actor, an error from the API). Host messages
 //!   (`mote.terminated`) are exempt so a full mailbox cannot swallow them.
 //! - A message is never dropped silently: once the owning cell stops it closes the user lane and
 //!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
@@ -19,6 +19,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use super::supervisor::Directive;
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
+use crate::quota::Refusals;
 
 /// What travels on the user lane.
 #[derive(Debug)]
@@ -128,6 +129,54 @@ pub(crate) enum Refused {
     Closed(Envelope),
 }
 
+/// How much a mailbox holds now: messages and bytes of bodies on its user lane.
+#[derive(Debug, Default)]
+pub(crate) struct Depth {
+    messages: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl Depth {
+    /// Messages queued now.
+    pub(crate) fn messages(&self) -> usize {
+        self.messages.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of bodies queued now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, bytes: usize) {
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: usize) {
+        self.messages.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// What a mailbox holds at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Capacity {
+    /// Messages on the user lane.
+    pub(crate) messages: usize,
+    /// Bytes of their bodies.
+    pub(crate) bytes: usize,
+}
+
+impl Capacity {
+    /// At most `n` messages, of any size.
+    pub(crate) fn messages(n: usize) -> Capacity {
+        Capacity {
+            messages: n,
+            bytes: usize::MAX,
+        }
+    }
+}
+
 /// What a mailbox's owner runs: a module's name and the version it runs now (an upgrade changes
 /// the version).
 pub(crate) type Labels = (Arc<str>, Arc<str>);
@@ -143,29 +192,33 @@ pub(crate) struct ActorRef {
     pub(crate) user: mpsc::UnboundedSender<UserMsg>,
     pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
-    /// Messages queued on the user lane now.
-    pub(crate) depth: Arc<AtomicUsize>,
-    pub(crate) capacity: usize,
+    /// Messages (and bytes) queued on the user lane now.
+    pub(crate) depth: Arc<Depth>,
+    pub(crate) capacity: Capacity,
+    /// What the actor was refused, by quota (`None` for host endpoints).
+    pub(crate) refusals: Option<Arc<Refusals>>,
 }
 
 /// The receiving side, owned by the actor's cell.
 pub(crate) struct Mailbox {
     pub(crate) user: mpsc::UnboundedReceiver<UserMsg>,
     pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
-    pub(crate) depth: Arc<AtomicUsize>,
+    pub(crate) depth: Arc<Depth>,
 }
 
-/// Creates a mailbox holding up to `capacity` user messages and the handle that feeds it.
+/// Creates a mailbox holding up to `capacity` of user messages and the handle that feeds it.
 pub(crate) fn mailbox(
     address: Address,
     labels: Option<Labels>,
-    capacity: usize,
+    capacity: Capacity,
 ) -> (ActorRef, Mailbox) {
     let (user_tx, user_rx) = mpsc::unbounded_channel();
     let (system_tx, system_rx) = mpsc::unbounded_channel();
-    let depth = Arc::new(AtomicUsize::new(0));
+    let depth = Arc::new(Depth::default());
+    let refusals = labels.is_some().then(Arc::default);
     let handle = ActorRef {
         address,
+        refusals,
         module: labels.as_ref().map(|(name, _)| name.clone()),
         version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
         user: user_tx,
@@ -186,7 +239,7 @@ pub(crate) fn mailbox(
 
 /// An endpoint for host code (a probe, an ask): unbounded user lane, no system lane.
 pub(crate) fn endpoint(address: Address) -> (ActorRef, Mailbox) {
-    let (mut handle, mailbox) = mailbox(address, None, usize::MAX);
+    let (mut handle, mailbox) = mailbox(address, None, Capacity::messages(usize::MAX));
     handle.system = None;
     (handle, mailbox)
 }
@@ -208,23 +261,31 @@ impl ActorRef {
 
     /// Queues a user message within the mailbox's capacity.
     pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {
-        if self.depth.fetch_add(1, Ordering::Relaxed) >= self.capacity {
-            self.depth.fetch_sub(1, Ordering::Relaxed);
+        let size = envelope.body.len();
+        let depth = &self.depth;
+        if depth.messages.fetch_add(1, Ordering::Relaxed) >= self.capacity.messages {
+            depth.messages.fetch_sub(1, Ordering::Relaxed);
             return Err(Refused::Full(envelope));
         }
-        self.push(envelope)
+        let before = depth.bytes.fetch_add(size, Ordering::Relaxed);
+        if before.saturating_add(size) > self.capacity.bytes {
+            depth.sub(size);
+            return Err(Refused::Full(envelope));
+        }
+        self.push(envelope, size)
     }
 
     /// Queues a host message, which no capacity limit refuses.
     pub(crate) fn tell_host(&self, envelope: Envelope) -> Result<(), Refused> {
-        self.depth.fetch_add(1, Ordering::Relaxed);
-        self.push(envelope)
+        let size = envelope.body.len();
+        self.depth.add(size);
+        self.push(envelope, size)
     }
 
-    fn push(&self, envelope: Envelope) -> Result<(), Refused> {
+    fn push(&self, envelope: Envelope, size: usize) -> Result<(), Refused> {
         match self.user.send(UserMsg::Message(envelope)) {
             Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
-                self.depth.fetch_sub(1, Ordering::Relaxed);
+                self.depth.sub(size);
                 Err(Refused::Closed(envelope))
             }
             _ => Ok(()),
@@ -253,8 +314,8 @@ impl Mailbox {
     }
 
     pub(crate) fn took(&self, msg: &UserMsg) {
-        if matches!(msg, UserMsg::Message(_)) {
-            self.depth.fetch_sub(1, Ordering::Relaxed);
+        if let UserMsg::Message(envelope) = msg {
+            self.depth.sub(envelope.body.len());
         }
     }
 }
@@ -266,7 +327,7 @@ pub(crate) fn test_mailbox(path: &str, incarnation: u64, capacity: usize) -> (Ac
         path: crate::address::ActorPath::parse(path).expect("a valid test path"),
         incarnation,
     };
-    mailbox(address, None, capacity)
+    mailbox(address, None, Capacity::messages(capacity))
 }
 
 #[cfg(test)]
@@ -290,8 +351,33 @@ mod tests {
     }
 
     #[test]
+    fn a_mailbox_refuses_what_would_pass_its_bytes_and_counts_what_it_holds() {
+        let capacity = Capacity {
+            messages: 100,
+            bytes: 10,
+        };
+        let (handle, mut mailbox) = mailbox(address(), None, capacity);
+        assert!(handle.tell(Envelope::new(None, "a", vec![0; 6])).is_ok());
+        assert!(matches!(
+            handle.tell(Envelope::new(None, "b", vec![0; 5])),
+            Err(Refused::Full(_))
+        ));
+        assert!(handle.tell(Envelope::new(None, "c", vec![0; 4])).is_ok());
+        assert_eq!((handle.depth.messages(), handle.depth.bytes()), (2, 10));
+        assert!(
+            handle
+                .tell_host(Envelope::new(None, "h", vec![0; 3]))
+                .is_ok()
+        );
+        assert_eq!(kind(mailbox.try_next().unwrap()), "a");
+        assert_eq!((handle.depth.messages(), handle.depth.bytes()), (2, 7));
+        assert!(handle.tell(Envelope::new(None, "d", vec![0; 3])).is_ok());
+        assert_eq!(handle.depth.bytes(), 10);
+    }
+
+    #[test]
     fn a_full_mailbox_refuses_user_messages_but_not_host_messages() {
-        let (handle, mut mailbox) = mailbox(address(), None, 2);
+        let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(2));
         assert!(handle.tell(Envelope::new(None, "1", Vec::new())).is_ok());
         assert!(handle.tell(Envelope::new(None, "2", Vec::new())).is_ok());
         assert!(matches!(
@@ -303,26 +389,26 @@ mod tests {
                 .tell_host(Envelope::new(None, "host", Vec::new()))
                 .is_ok()
         );
-        assert_eq!(handle.depth.load(Ordering::Relaxed), 3);
+        assert_eq!(handle.depth.messages(), 3);
         let kinds: Vec<String> = (0..3).map(|_| kind(mailbox.try_next().unwrap())).collect();
         assert_eq!(kinds, ["1", "2", "host"]);
-        assert_eq!(handle.depth.load(Ordering::Relaxed), 0);
+        assert_eq!(handle.depth.messages(), 0);
     }
 
     #[test]
     fn a_closed_mailbox_gives_the_message_back() {
-        let (handle, mut mailbox) = mailbox(address(), None, 10);
+        let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(10));
         mailbox.user.close();
         assert!(matches!(
             handle.tell(Envelope::new(None, "late", Vec::new())),
             Err(Refused::Closed(e)) if e.kind == "late"
         ));
-        assert_eq!(handle.depth.load(Ordering::Relaxed), 0);
+        assert_eq!(handle.depth.messages(), 0);
     }
 
     #[test]
     fn the_system_lane_is_separate_and_endpoints_have_none() {
-        let (handle, mut mailbox) = mailbox(address(), None, 10);
+        let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(10));
         assert!(handle.signal(SystemMsg::Stop(StopReason::Normal)));
         assert!(
             mailbox.try_next().is_err(),
@@ -336,7 +422,7 @@ mod tests {
     #[test]
     fn labels_follow_an_upgrade() {
         let labels = (Arc::from("m"), Arc::from("1"));
-        let (handle, _mailbox) = mailbox(address(), Some(labels), 1);
+        let (handle, _mailbox) = mailbox(address(), Some(labels), Capacity::messages(1));
         assert_eq!(handle.running_version().as_deref(), Some("1"));
         handle.set_version(Arc::from("2"));
         assert_eq!(handle.clone().running_version().as_deref(), Some("2"));
@@ -362,7 +448,7 @@ mod tests {
                 0..64,
             ),
         ) {
-            let (handle, mut mailbox) = mailbox(address(), None, capacity);
+            let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(capacity));
             let mut model = std::collections::VecDeque::new();
             for (i, op) in ops.into_iter().enumerate() {
                 let kind = i.to_string();
@@ -383,7 +469,7 @@ mod tests {
                         prop_assert_eq!(taken, model.pop_front());
                     }
                 }
-                prop_assert_eq!(handle.depth.load(Ordering::Relaxed), model.len());
+                prop_assert_eq!(handle.depth.messages(), model.len());
             }
         }
     }

@@ -5,10 +5,10 @@
 use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
-use crate::actor::core::{ActorCore, ChildRefused, TooLarge};
+use crate::actor::core::{ActorCore, ChildRefused, Unsendable};
 use crate::address::ActorPath;
 use crate::error::{AddressError, HostError, SpawnError};
-use crate::kernel::spawn::{Limits, SpawnOptions};
+use crate::kernel::spawn::SpawnOptions;
 use crate::sandbox::bindings::mote::actor::{host, types};
 use crate::sandbox::bindings::{LogLevel, WitAddress, WitSendError, WitSpawnError, to_wit_address};
 
@@ -32,9 +32,13 @@ impl Capability for Host {
     fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
 }
 
-impl From<TooLarge> for WitSendError {
-    fn from(TooLarge(size): TooLarge) -> Self {
-        WitSendError::TooLarge(size as u64)
+impl From<Unsendable> for WitSendError {
+    fn from(refused: Unsendable) -> Self {
+        match refused {
+            Unsendable::TooLarge(size) => WitSendError::TooLarge(size as u64),
+            Unsendable::ReservedKind(kind) => WitSendError::ReservedKind(kind),
+            Unsendable::Quota(quota) => WitSendError::Quota(quota.into()),
+        }
     }
 }
 
@@ -57,6 +61,7 @@ impl From<ChildRefused> for WitSpawnError {
                 WitSpawnError::InvalidName(a.to_string())
             }
             ChildRefused::Spawn(other) => WitSpawnError::Instantiation(other.to_string()),
+            ChildRefused::Quota(quota) => WitSpawnError::Quota(quota.into()),
         }
     }
 }
@@ -73,12 +78,14 @@ impl host::Host for Call<'_, Host> {
     }
 
     fn tell(&mut self, to: WitAddress, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        self.actor.check_path(&to.path)?;
         let envelope = self.actor.envelope(kind, body)?;
         self.actor.send(&to.path, Some(to.incarnation), envelope);
         Ok(())
     }
 
     fn tell_path(&mut self, to: String, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+        self.actor.check_path(&to)?;
         let envelope = self.actor.envelope(kind, body)?;
         if to.starts_with('/') {
             ActorPath::check(&to)?;
@@ -96,7 +103,7 @@ impl host::Host for Call<'_, Host> {
         module: String,
         init: Vec<u8>,
     ) -> Result<WitAddress, WitSpawnError> {
-        let limits = Limits::of(&self.actor.kernel.config, &SpawnOptions::default());
+        let limits = self.actor.limits.child(&SpawnOptions::default());
         Ok(to_wit_address(
             self.actor.spawn_child(&name, module, init, limits)?,
         ))
@@ -109,6 +116,10 @@ impl host::Host for Call<'_, Host> {
     }
 
     fn log(&mut self, level: LogLevel, message: String) {
+        let actor = &self.actor;
+        if !actor.refusals.admit_log(actor.quotas(), &actor.me.path) {
+            return;
+        }
         match level {
             LogLevel::Trace => tracing::trace!(target: "mote::guest", "{message}"),
             LogLevel::Debug => tracing::debug!(target: "mote::guest", "{message}"),
@@ -116,5 +127,11 @@ impl host::Host for Call<'_, Host> {
             LogLevel::Warn => tracing::warn!(target: "mote::guest", "{message}"),
             LogLevel::Error => tracing::error!(target: "mote::guest", "{message}"),
         }
+    }
+
+    fn reject(&mut self, reason: String) {
+        let mut reason = reason;
+        reason.truncate(reason.floor_char_boundary(self.actor.quotas().max_name_bytes));
+        self.actor.rejected = Some(reason);
     }
 }

@@ -19,8 +19,9 @@ use crate::actor::supervisor::{Scope, Strategy};
 use crate::address::{ActorPath, Address};
 use crate::error::HostError;
 use crate::kernel::TERMINATED_KIND;
-use crate::kernel::spawn::{Limits, SpawnOptions};
+use crate::kernel::spawn::SpawnOptions;
 use crate::message::Envelope;
+use crate::quota::Quotas;
 use crate::sandbox::bindings::mote::actor::supervision;
 use crate::sandbox::bindings::{
     WitAddress, WitScope, WitSpawnError, WitSpawnOptions, WitStrategy, from_wit_directive,
@@ -107,8 +108,15 @@ impl supervision::Host for Call<'_, Supervision> {
                 .memory_limit
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             cpu_deadline: options.cpu_deadline_ms.map(Duration::from_millis),
+            mailbox_bytes: options
+                .mailbox_bytes
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            quotas: options.descendants.map(|n| Quotas {
+                descendants: n as usize,
+                ..self.actor.limits.quotas
+            }),
         };
-        let limits = Limits::of(&self.actor.kernel.config, &options);
+        let limits = self.actor.limits.child(&options);
         Ok(to_wit_address(
             self.actor.spawn_child(&name, module, init, limits)?,
         ))

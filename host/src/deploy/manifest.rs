@@ -13,6 +13,7 @@
 //! init = "ping /user/pong 3" # optional: UTF-8 text handed to `start` as bytes
 //! # init_hex = "00ff"        # or raw bytes in hex (at most one of init / init_hex)
 //! mailbox_capacity = 1000    # optional limits; the host's defaults otherwise
+//! mailbox_bytes = 33554432
 //! memory_limit = 16777216
 //! cpu_deadline_ms = 1000
 //! [actor.supervision]        # optional: this actor's restart policy instead of the guardian's
@@ -24,6 +25,20 @@
 //!
 //! [storage]
 //! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
+//!
+//! [quotas]                   # optional: every actor's bounds (see `Quotas`; defaults otherwise)
+//! timers = 1000
+//! min_timer_period_ms = 10
+//! reminders = 1000
+//! subscriptions = 1000
+//! groups = 1000
+//! asks = 1000
+//! max_ask_deadline_ms = 300000
+//! max_name_bytes = 256
+//! max_path_bytes = 1024
+//! log_lines_per_second = 100
+//! log_burst = 200
+//! descendants = 10000
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
 //! kind = "counters"
@@ -41,6 +56,7 @@ use crate::actor::supervisor::{Directive, Strategy};
 use crate::address::ActorPath;
 use crate::error::{ManifestError, ModuleError};
 use crate::kernel::spawn::SpawnOptions;
+use crate::quota::Quotas;
 
 /// A parsed, checked manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +69,8 @@ pub struct Manifest {
     pub storage: Option<PathBuf>,
     /// Entity kinds to register, in file order.
     pub entities: Vec<EntitySpec>,
+    /// Every actor's bounds, if the manifest sets any (the rest keep their defaults).
+    pub quotas: Option<Quotas>,
 }
 
 /// One `[[entity]]` entry.
@@ -104,6 +122,46 @@ struct RawManifest {
     storage: Option<RawStorage>,
     #[serde(default)]
     entity: Vec<RawEntity>,
+    quotas: Option<RawQuotas>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawQuotas {
+    timers: Option<usize>,
+    min_timer_period_ms: Option<u64>,
+    reminders: Option<usize>,
+    subscriptions: Option<usize>,
+    groups: Option<usize>,
+    asks: Option<usize>,
+    max_ask_deadline_ms: Option<u64>,
+    max_name_bytes: Option<usize>,
+    max_path_bytes: Option<usize>,
+    log_lines_per_second: Option<u32>,
+    log_burst: Option<u32>,
+    descendants: Option<usize>,
+}
+
+impl RawQuotas {
+    /// The defaults, with what the manifest sets.
+    fn apply(self) -> Quotas {
+        let d = Quotas::default();
+        let ms = std::time::Duration::from_millis;
+        Quotas {
+            timers: self.timers.unwrap_or(d.timers),
+            min_timer_period: self.min_timer_period_ms.map_or(d.min_timer_period, ms),
+            reminders: self.reminders.unwrap_or(d.reminders),
+            subscriptions: self.subscriptions.unwrap_or(d.subscriptions),
+            groups: self.groups.unwrap_or(d.groups),
+            asks: self.asks.unwrap_or(d.asks),
+            max_ask_deadline: self.max_ask_deadline_ms.map_or(d.max_ask_deadline, ms),
+            max_name_bytes: self.max_name_bytes.unwrap_or(d.max_name_bytes),
+            max_path_bytes: self.max_path_bytes.unwrap_or(d.max_path_bytes),
+            log_lines_per_second: self.log_lines_per_second.unwrap_or(d.log_lines_per_second),
+            log_burst: self.log_burst.unwrap_or(d.log_burst),
+            descendants: self.descendants.unwrap_or(d.descendants),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -138,6 +196,7 @@ struct RawActor {
     init: Option<String>,
     init_hex: Option<String>,
     mailbox_capacity: Option<usize>,
+    mailbox_bytes: Option<usize>,
     memory_limit: Option<usize>,
     cpu_deadline_ms: Option<u64>,
     supervision: Option<RawSupervision>,
@@ -253,8 +312,10 @@ impl Manifest {
                 init,
                 limits: SpawnOptions {
                     mailbox_capacity: a.mailbox_capacity,
+                    mailbox_bytes: a.mailbox_bytes,
                     memory_limit: a.memory_limit,
                     cpu_deadline: a.cpu_deadline_ms.map(std::time::Duration::from_millis),
+                    quotas: None,
                 },
                 supervision,
             });
@@ -294,6 +355,7 @@ impl Manifest {
             actors,
             storage: raw.storage.map(|s| base.join(s.path)),
             entities,
+            quotas: raw.quotas.map(RawQuotas::apply),
         })
     }
 }
@@ -433,6 +495,20 @@ mod tests {
         );
         let bad = "[[module]]\nname = \"m\"\npath = \"a\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\n[actor.supervision]\ndirective = \"explode\"\n";
         assert!(parse(bad).unwrap_err().to_string().contains("explode"));
+    }
+
+    #[test]
+    fn quotas_take_the_defaults_where_the_manifest_says_nothing() {
+        let m = parse("[quotas]\ntimers = 5\nmin_timer_period_ms = 100\n").unwrap();
+        let q = m.quotas.expect("a [quotas] table");
+        assert_eq!(q.timers, 5);
+        assert_eq!(q.min_timer_period, std::time::Duration::from_millis(100));
+        assert_eq!(q.asks, Quotas::default().asks);
+        assert_eq!(parse("").unwrap().quotas, None);
+        assert!(
+            parse("[quotas]\ntimerz = 5\n").is_err(),
+            "unknown keys are refused"
+        );
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub enum DeadLetterReason {
     Stopped,
     /// The actor's mailbox was at capacity.
     MailboxFull,
+    /// The actor rejected it (`host.reject`: its body did not decode, say); the log has its
+    /// reason.
+    Rejected,
 }
 
 impl std::fmt::Display for DeadLetterReason {
@@ -48,6 +51,7 @@ impl std::fmt::Display for DeadLetterReason {
             DeadLetterReason::StaleIncarnation => "that incarnation has stopped",
             DeadLetterReason::Stopped => "the actor stopped before handling it",
             DeadLetterReason::MailboxFull => "the actor's mailbox is full",
+            DeadLetterReason::Rejected => "the actor rejected it",
         })
     }
 }

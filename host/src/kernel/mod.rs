@@ -27,7 +27,7 @@ use self::deadletters::DeadLetters;
 use self::guardian::Guardian;
 use self::registry::Registry;
 use self::spawn::SpawnRequest;
-use crate::actor::mailbox::{self, ActorRef, Labels, Mailbox, SystemMsg, UserMsg};
+use crate::actor::mailbox::{self, ActorRef, Capacity, Labels, Mailbox, SystemMsg, UserMsg};
 use crate::address::{ActorPath, Address};
 use crate::config::HostConfig;
 use crate::error::{AddressError, SpawnError};
@@ -185,7 +185,7 @@ impl Kernel {
         self: &Arc<Self>,
         path: ActorPath,
         labels: Option<Labels>,
-        capacity: usize,
+        capacity: Capacity,
     ) -> Result<(ActorRef, Mailbox), SpawnError> {
         let address = Address {
             path,

@@ -70,8 +70,7 @@ impl Registry {
     pub(crate) fn passivate(&self, actor: &ActorRef) -> bool {
         let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
         let idle = map.get(&actor.address.path).is_some_and(|a| {
-            a.address.incarnation == actor.address.incarnation
-                && a.depth.load(std::sync::atomic::Ordering::Acquire) == 0
+            a.address.incarnation == actor.address.incarnation && a.depth.messages() == 0
         });
         if idle {
             map.remove(&actor.address.path);

@@ -4,6 +4,7 @@
 use crate::actor::supervisor::Directive;
 use crate::address::Address;
 use crate::message::StopReason;
+use crate::quota::Quota;
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -13,9 +14,35 @@ wasmtime::component::bindgen!({
 
 pub use mote::actor::types::{
     Address as WitAddress, Directive as WitDirective, LogLevel, Message as WitMessage,
-    Scope as WitScope, SendError as WitSendError, SpawnError as WitSpawnError,
+    Quota as WitQuota, Scope as WitScope, SendError as WitSendError, SpawnError as WitSpawnError,
     SpawnOptions as WitSpawnOptions, StopReason as WitStopReason, Strategy as WitStrategy,
 };
+
+impl From<Quota> for WitQuota {
+    fn from(quota: Quota) -> Self {
+        match quota {
+            Quota::Timers => WitQuota::Timers,
+            Quota::TimerPeriod => WitQuota::TimerPeriod,
+            Quota::Reminders => WitQuota::Reminders,
+            Quota::Subscriptions => WitQuota::Subscriptions,
+            Quota::Groups => WitQuota::Groups,
+            Quota::Asks => WitQuota::Asks,
+            Quota::AskDeadline => WitQuota::AskDeadline,
+            Quota::Descendants => WitQuota::Descendants,
+            // Refusals the guest is not told as a quota: a reserved kind has its own error
+            // case, and a dropped log line is not an error at all.
+            Quota::NameLength | Quota::ReservedKind | Quota::NotOwned | Quota::Log => {
+                WitQuota::NameLength
+            }
+        }
+    }
+}
+
+impl From<Quota> for WitSendError {
+    fn from(quota: Quota) -> Self {
+        WitSendError::Quota(quota.into())
+    }
+}
 
 /// An address as the guest sees it.
 pub(crate) fn to_wit_address(address: Address) -> WitAddress {

@@ -10,8 +10,8 @@
 //!
 //! Invariants:
 //! - A file is used only if it is new, empty, or carries Mote's magic and a schema version this
-//!   build knows ([`SCHEMA_VERSION`]); anything else is refused, and nothing of Mote's is
-//!   written into it.
+//!   build knows (1 to [`SCHEMA_VERSION`]; an older one is migrated by the tables' users);
+//!   anything else is refused, and nothing of Mote's is written into it.
 //! - Reads run in their own read transactions and see the last commit; they never block the
 //!   writer. There is one write transaction at a time (redb's rule): the committer's, or a
 //!   short one of the module registry.
@@ -19,13 +19,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use redb::{ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, WriteTransaction};
 
 pub(crate) use crate::error::DatabaseError;
 
-/// The version of the table layout this Mote writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the table layout this Mote writes. Version 2 scopes persistence ids by
+/// owner; a version-1 file is migrated when it is opened (see the persistence journal).
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version this build opens (and migrates).
+const OLDEST_SCHEMA: u32 = 1;
 const MAGIC: &[u8] = b"mote-store";
 
 /// The table of names and small values: the magic, the schema version, users' counters.
@@ -55,6 +59,8 @@ pub struct Database {
     /// `None` once closed.
     db: RwLock<Option<redb::Database>>,
     path: PathBuf,
+    /// The schema version of the file as it is now (older ones until their users migrate).
+    schema: AtomicU32,
 }
 
 impl std::fmt::Debug for Database {
@@ -82,6 +88,7 @@ impl Database {
         let database = Database {
             db: RwLock::new(Some(db)),
             path,
+            schema: AtomicU32::new(SCHEMA_VERSION),
         };
         database.check_or_init()?;
         Ok(database)
@@ -167,14 +174,34 @@ impl Database {
             .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
             .map(u32::from_le_bytes)
             .unwrap_or(0);
-        if schema != SCHEMA_VERSION {
+        if !(OLDEST_SCHEMA..=SCHEMA_VERSION).contains(&schema) {
             return Err(DatabaseError::Schema {
                 path: self.path.clone(),
                 found: schema,
                 supported: SCHEMA_VERSION,
             });
         }
+        self.schema.store(schema, Ordering::Release);
         Ok(())
+    }
+
+    /// The schema version of the file: older than [`SCHEMA_VERSION`] until it is migrated.
+    pub(crate) fn schema(&self) -> u32 {
+        self.schema.load(Ordering::Acquire)
+    }
+
+    /// Records inside `txn` that the file is now at [`SCHEMA_VERSION`]; [`Database::schema`]
+    /// says so once `txn` has committed and [`Database::migrated`] is called.
+    pub(crate) fn set_schema(txn: &WriteTransaction) -> Result<(), DatabaseError> {
+        let mut meta = txn.open_table(META).map_err(failed)?;
+        meta.insert("schema", &SCHEMA_VERSION.to_le_bytes()[..])
+            .map_err(failed)?;
+        Ok(())
+    }
+
+    /// The migration to [`SCHEMA_VERSION`] has committed.
+    pub(crate) fn migrated(&self) {
+        self.schema.store(SCHEMA_VERSION, Ordering::Release);
     }
 
     /// A little-endian u64 kept in `meta` under `key` (0 if absent).

@@ -32,6 +32,7 @@ use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
+use crate::quota::Quota;
 use crate::sandbox::engine::{EpochTicker, build_engine};
 use crate::storage::{CommitStats, Database};
 
@@ -46,6 +47,11 @@ pub struct ActorInfo {
     pub version: Option<String>,
     /// Messages waiting in its mailbox.
     pub mailbox_depth: usize,
+    /// Bytes of their bodies.
+    pub mailbox_bytes: usize,
+    /// What it was refused so far (quotas, reserved kinds, dropped log lines), by kind; only
+    /// the kinds it was refused at least once.
+    pub refusals: Vec<(Quota, u64)>,
 }
 
 /// A host of wasm actors. Create one inside a tokio runtime with [`ActorSystem::new`].
@@ -302,6 +308,7 @@ impl ActorSystem {
             parent: None,
             limits,
             passivate_after: None,
+            reservation: None,
         })?;
         Ok(actor.address)
     }
@@ -356,7 +363,13 @@ impl ActorSystem {
             .snapshot()
             .into_iter()
             .map(|a| ActorInfo {
-                mailbox_depth: a.depth.load(std::sync::atomic::Ordering::Relaxed),
+                mailbox_depth: a.depth.messages(),
+                mailbox_bytes: a.depth.bytes(),
+                refusals: a
+                    .refusals
+                    .as_ref()
+                    .map(|r| r.snapshot())
+                    .unwrap_or_default(),
                 version: a.running_version().map(|v| v.to_string()),
                 address: a.address,
                 module: a.module.map(|m| m.to_string()),

@@ -40,9 +40,9 @@ use crate::caps::capability::Origin;
 use crate::caps::{ActorState, Caps, States};
 use crate::deploy::modules::{Module, Modules};
 use crate::kernel::deadletters::DeadLetterReason;
-use crate::kernel::spawn::Limits;
+use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
-use crate::message::{Receipt, StopReason};
+use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::meter::Usage;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
@@ -58,6 +58,8 @@ pub(crate) struct CellSpec {
     pub(crate) limits: Limits,
     /// An entity passivates after this long without a message.
     pub(crate) passivate_after: Option<Duration>,
+    /// Its place among its ancestors' descendants, given back when the cell ends.
+    pub(crate) reservation: Option<Reservation>,
 }
 
 impl Pending for CellSpec {
@@ -120,10 +122,20 @@ struct Cell {
     passivate_after: Option<Duration>,
     /// Set when this (entity) incarnation ends by passivation: no `stopping` hook runs.
     passivated: bool,
+    /// Its count of live descendants (and its ancestors').
+    lineage: Arc<Lineage>,
+    /// Its place among its ancestors' descendants, held until the cell ends.
+    _reservation: Option<Reservation>,
 }
 
 async fn run(spec: CellSpec) {
+    let lineage = match &spec.reservation {
+        Some(reservation) => reservation.lineage().clone(),
+        None => Lineage::root(spec.limits.quotas.descendants),
+    };
     let mut cell = Cell {
+        lineage,
+        _reservation: spec.reservation,
         kernel: spec.kernel,
         caps: spec.caps,
         modules: spec.modules,
@@ -216,8 +228,13 @@ impl Cell {
             self.kernel.clone(),
             self.me.address.clone(),
             self.parent.clone(),
+            self.module.name.clone(),
             self.limits,
-            self.usage.clone(),
+            (
+                self.usage.clone(),
+                self.me.refusals.clone().unwrap_or_default(),
+                self.lineage.clone(),
+            ),
         );
         let origin = match (self.carried.take(), restart_cause.as_deref()) {
             (Some(old), Some(cause)) => Origin::Restarted { old, cause },
@@ -266,6 +283,19 @@ impl Cell {
             abandon_step(&self.caps, instance);
         }
         self.kernel.settle(consumed);
+    }
+
+    /// A message the guest rejected becomes a dead letter; the reason goes to the log, within
+    /// the actor's log budget.
+    fn reject(&mut self, envelope: Envelope, reason: &str) {
+        if let Some(refusals) = &self.me.refusals
+            && refusals.admit_log(&self.limits.quotas, &self.me.address.path)
+        {
+            tracing::info!(kind = %envelope.kind, %reason, "message rejected");
+        }
+        let target = self.me.address.to_string();
+        self.kernel
+            .dead_letter(envelope, target, DeadLetterReason::Rejected);
     }
 
     /// Handles messages until something ends this stretch.
@@ -386,9 +416,13 @@ impl Cell {
             return None;
         }
         let receipt = envelope.receipt.take();
-        if let Err(failure) = instance.receive(envelope).await {
-            self.abandon_step(receipt);
-            return Some(Exit::Failed(failure));
+        match instance.receive(envelope).await {
+            Ok(None) => {}
+            Ok(Some((rejected, reason))) => self.reject(rejected, &reason),
+            Err(failure) => {
+                self.abandon_step(receipt);
+                return Some(Exit::Failed(failure));
+            }
         }
         if let Err(failure) = self.settle(receipt).await {
             return Some(Exit::Failed(failure));

@@ -6,6 +6,7 @@
 //! dead letter, counted as a late reply, and never reaches the asker.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -33,10 +34,31 @@ pub enum AskError {
     Send(#[from] SendError),
 }
 
+/// One ask counted against its actor's quota until its outcome is sent.
+pub(crate) struct Pending(Arc<AtomicUsize>);
+
+impl Pending {
+    /// Counts one more ask in `count`, unless `max` are pending already.
+    pub(crate) fn within(count: &Arc<AtomicUsize>, max: usize) -> Option<Pending> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Pending(count.clone()))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Where the outcome of an ask goes.
 pub(crate) enum Answer {
-    /// To an asking actor, as a message.
-    Actor(Address),
+    /// To an asking actor, as a message; the ask counts against its quota until then.
+    Actor(Address, Pending),
     /// To a caller outside the system.
     Outside(oneshot::Sender<Result<Envelope, AskError>>),
 }
@@ -83,7 +105,7 @@ pub(crate) fn endpoint(kernel: &Arc<Kernel>, timeout: Duration, answer: Answer) 
             Answer::Outside(tx) => {
                 let _ = tx.send(reply.ok_or(AskError::Timeout(timeout)));
             }
-            Answer::Actor(asker) => {
+            Answer::Actor(asker, _pending) => {
                 let envelope = match reply {
                     Some(reply) => Envelope::new(Some(address), reply.kind, reply.body),
                     None => Envelope::new(Some(address), ASK_TIMEOUT_KIND, Vec::new()),

@@ -34,6 +34,37 @@ impl Directory {
             .insert(name.to_owned());
     }
 
+    /// Adds `member` to `name` unless it is in `max` sets already; true if it is a member now.
+    pub(crate) fn join_within(&self, name: &str, member: &Address, max: usize) -> bool {
+        let mut names = self.by_name.write().unwrap_or_else(|p| p.into_inner());
+        let mut by_member = self.by_member.write().unwrap_or_else(|p| p.into_inner());
+        let joined = by_member.entry(member.clone()).or_default();
+        if !joined.contains(name) {
+            if joined.len() >= max {
+                if joined.is_empty() {
+                    by_member.remove(member);
+                }
+                return false;
+            }
+            joined.insert(name.to_owned());
+            names
+                .entry(name.to_owned())
+                .or_default()
+                .push(member.clone());
+        }
+        true
+    }
+
+    /// How many sets `member` is in.
+    #[cfg(test)]
+    pub(crate) fn joined(&self, member: &Address) -> usize {
+        self.by_member
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(member)
+            .map_or(0, HashSet::len)
+    }
+
     /// Removes `member` from `name`.
     pub(crate) fn leave(&self, name: &str, member: &Address) {
         let mut names = self.by_name.write().unwrap_or_else(|p| p.into_inner());
@@ -114,6 +145,30 @@ mod tests {
         assert_eq!(d.members("t"), [b.clone(), a.clone()]);
         d.leave("t", &b);
         assert_eq!(d.members("t"), [a]);
+    }
+
+    #[test]
+    fn a_member_joins_at_most_max_sets_and_rejoining_is_free() {
+        let directory = Directory::default();
+        let a = member("/user/a");
+        assert!(directory.join_within("t1", &a, 2));
+        assert!(directory.join_within("t2", &a, 2));
+        assert!(directory.join_within("t1", &a, 2), "already a member");
+        assert!(
+            !directory.join_within("t3", &a, 2),
+            "a third set is refused"
+        );
+        assert!(directory.members("t3").is_empty());
+        assert_eq!(directory.joined(&a), 2);
+        directory.leave("t1", &a);
+        assert!(directory.join_within("t3", &a, 2), "leaving frees a place");
+        assert_eq!(directory.members("t1"), Vec::<Address>::new());
+        assert!(!directory.join_within("x", &member("/user/b"), 0));
+        assert_eq!(
+            directory.joined(&member("/user/b")),
+            0,
+            "a refused member is not kept"
+        );
     }
 
     #[test]

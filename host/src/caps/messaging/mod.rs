@@ -14,12 +14,12 @@ pub(crate) mod ask;
 pub(crate) mod directory;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::Linker;
 
-use self::ask::{ASK_PREFIX, Answer};
+use self::ask::{ASK_PREFIX, Answer, Pending};
 use self::directory::Directory;
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
@@ -28,6 +28,7 @@ use crate::error::HostError;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetterReason};
 use crate::message::Envelope;
+use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::messaging;
 use crate::sandbox::bindings::{WitAddress, WitSendError};
 
@@ -43,8 +44,12 @@ pub(crate) struct Messaging {
     late_replies: AtomicU64,
 }
 
+/// One actor's asks awaiting their outcome, counted across restarts and upgrades.
+#[derive(Default, Clone)]
+pub(crate) struct Asking(Arc<AtomicUsize>);
+
 impl Capability for Messaging {
-    type State = ();
+    type State = Asking;
     const IMPORTS: &'static [&'static str] = &["mote:actor/messaging@"];
 
     fn new(_env: &Env<'_>) -> Result<Self, HostError> {
@@ -55,9 +60,16 @@ impl Capability for Messaging {
         messaging::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
     }
 
-    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
+    fn state(&self, _actor: &ActorCore, origin: Origin<'_, Asking>) -> Asking {
+        match origin {
+            Origin::Spawned => Asking::default(),
+            // Asks in flight still resolve to the actor's address.
+            Origin::Restarted { old, .. } => old,
+            Origin::Upgraded { old } => old.clone(),
+        }
+    }
 
-    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut ()>) {
+    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut Asking>) {
         self.topics.remove_member(actor);
         self.groups.remove_member(actor);
     }
@@ -120,7 +132,7 @@ impl Messaging {
             .filter_map(|m| {
                 kernel.registry.with(m.path.as_str(), |a| {
                     a.filter(|a| a.address.incarnation == m.incarnation)
-                        .map(|a| (a.depth.load(Ordering::Relaxed), m))
+                        .map(|a| (a.depth.messages(), m))
                 })
             })
             .min_by_key(|(depth, _)| *depth)
@@ -184,8 +196,13 @@ pub fn encode_dead_letter(target: &str, kind: &str, body: &[u8]) -> Vec<u8> {
 }
 
 impl messaging::Host for Call<'_, Messaging> {
-    fn subscribe(&mut self, topic: String) {
-        self.cap.topics.join(&topic, &self.actor.me);
+    fn subscribe(&mut self, topic: String) -> Result<(), WitSendError> {
+        self.actor.check_name(&topic)?;
+        let max = self.actor.quotas().subscriptions;
+        if !self.cap.topics.join_within(&topic, &self.actor.me, max) {
+            return Err(self.actor.refuse(Quota::Subscriptions).into());
+        }
+        Ok(())
     }
 
     fn unsubscribe(&mut self, topic: String) {
@@ -201,8 +218,13 @@ impl messaging::Host for Call<'_, Messaging> {
         Ok(self.actor.send_all(members, &envelope))
     }
 
-    fn join(&mut self, group: String) {
-        self.cap.groups.join(&group, &self.actor.me);
+    fn join(&mut self, group: String) -> Result<(), WitSendError> {
+        self.actor.check_name(&group)?;
+        let max = self.actor.quotas().groups;
+        if !self.cap.groups.join_within(&group, &self.actor.me, max) {
+            return Err(self.actor.refuse(Quota::Groups).into());
+        }
+        Ok(())
     }
 
     fn leave(&mut self, group: String) {
@@ -250,10 +272,18 @@ impl messaging::Host for Call<'_, Messaging> {
         body: Vec<u8>,
         timeout_ms: u64,
     ) -> Result<u64, WitSendError> {
+        self.actor.check_path(&to.path)?;
         ActorPath::check(&to.path)?;
         let envelope = self.actor.envelope(kind, body)?;
-        let answer = Answer::Actor(self.actor.me.clone());
+        let quotas = self.actor.quotas();
         let timeout = Duration::from_millis(timeout_ms);
+        if timeout > quotas.max_ask_deadline {
+            return Err(self.actor.refuse(Quota::AskDeadline).into());
+        }
+        let Some(pending) = Pending::within(&self.state.0, quotas.asks) else {
+            return Err(self.actor.refuse(Quota::Asks).into());
+        };
+        let answer = Answer::Actor(self.actor.me.clone(), pending);
         let Some(endpoint) = ask::endpoint(&self.actor.kernel, timeout, answer) else {
             return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
         };

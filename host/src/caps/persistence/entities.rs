@@ -82,16 +82,20 @@ impl Entities {
 
     /// Whether `path` names an entity of a registered kind.
     pub(crate) fn is_entity(&self, path: &str) -> bool {
+        self.kind_of(path).is_some()
+    }
+
+    /// The registered kind of the entity at `path`, if it names one.
+    pub(crate) fn kind_of<'p>(&self, path: &'p str) -> Option<&'p str> {
         if !self.any.load(Ordering::Acquire) {
-            return false;
+            return None;
         }
-        let Some((kind, _)) = split(path) else {
-            return false;
-        };
+        let (kind, _) = split(path)?;
         self.kinds
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .contains_key(kind)
+            .then_some(kind)
     }
 
     fn get(&self, kind: &str) -> Option<Kind> {
@@ -125,6 +129,7 @@ impl Entities {
             parent: None,
             limits: kind.limits,
             passivate_after: kind.passivate_after,
+            reservation: None,
         })?;
         tracing::debug!(entity = %actor.address, "activated");
         Ok(())

@@ -17,8 +17,11 @@
 //!   restarted host starts from there.
 //! - An acknowledged outbox row is gone; an acknowledged periodic reminder moves to its next
 //!   due time, a one-shot one is gone.
+//! - Every persistence id is scoped, `<owner>:<name>` (schema 2). A schema-1 file is migrated
+//!   when it is opened: each id `X` becomes `?:X`, a scope no actor has; the first actor that
+//!   recovers `<owner>:X` while it has no state of its own adopts it (see [`Journal::adopt`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -32,6 +35,9 @@ pub(crate) const SEQUENCES: TableDefinition<&str, u64> = TableDefinition::new("s
 pub(crate) const EVENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("events");
 pub(crate) const OUTBOX: TableDefinition<u64, &[u8]> = TableDefinition::new("outbox");
 pub(crate) const REMINDERS: TableDefinition<u64, &[u8]> = TableDefinition::new("reminders");
+
+/// The scope of the persistence ids a schema-1 file had, until an actor adopts them.
+pub(crate) const LEGACY_SCOPE: &str = "?";
 
 const NEXT_OUTBOX: &str = "next-outbox";
 const NEXT_REMINDER: &str = "next-reminder";
@@ -93,24 +99,106 @@ pub(crate) struct Journal {
     db: std::sync::Arc<Database>,
     next_outbox: AtomicU64,
     next_reminder: AtomicU64,
+    /// Whether ids of the legacy scope may still wait for adoption.
+    legacy: AtomicBool,
 }
 
 impl Journal {
     /// Creates the tables if they are missing and reads where the ids left off.
     pub(crate) fn open(db: std::sync::Arc<Database>) -> Result<Journal, DatabaseError> {
+        let old_schema = db.schema() < database::SCHEMA_VERSION;
+        let mut migrated = 0;
         db.write_with(|txn| {
             txn.open_table(SNAPSHOTS).map_err(failed)?;
             txn.open_table(SEQUENCES).map_err(failed)?;
             txn.open_table(EVENTS).map_err(failed)?;
             txn.open_table(OUTBOX).map_err(failed)?;
             txn.open_table(REMINDERS).map_err(failed)?;
+            if old_schema {
+                migrated = scope_legacy_ids(txn)?;
+                Database::set_schema(txn)?;
+            }
             Ok(())
         })?;
+        if old_schema {
+            db.migrated();
+            tracing::info!(path = %db.path().display(), ids = migrated, "database migrated to schema {}: its persistence ids wait for adoption by their owners", database::SCHEMA_VERSION);
+        }
+        let legacy = {
+            let read = db.read()?;
+            let (from, to) = (format!("{LEGACY_SCOPE}:"), format!("{LEGACY_SCOPE};"));
+            let snapshots = read.open_table(SNAPSHOTS).map_err(failed)?;
+            let sequences = read.open_table(SEQUENCES).map_err(failed)?;
+            let range = from.as_str()..to.as_str();
+            snapshots
+                .range(range.clone())
+                .map_err(failed)?
+                .next()
+                .is_some()
+                || sequences.range(range).map_err(failed)?.next().is_some()
+        };
         Ok(Journal {
             next_outbox: AtomicU64::new(db.counter(NEXT_OUTBOX)?.max(1)),
             next_reminder: AtomicU64::new(db.counter(NEXT_REMINDER)?.max(1)),
+            legacy: AtomicBool::new(legacy),
             db,
         })
+    }
+
+    /// Moves the state of the legacy id `?:<name>` to `pid` (`<owner>:<name>`), if `pid` has
+    /// no state of its own and the legacy id has some: snapshot, sequence, events and the
+    /// reminders it scheduled, in one transaction. True if it moved anything.
+    pub(crate) fn adopt(&self, pid: &str) -> Result<bool, DatabaseError> {
+        if !self.legacy.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let Some((_, name)) = pid.split_once(':') else {
+            return Ok(false);
+        };
+        let legacy = format!("{LEGACY_SCOPE}:{name}");
+        let mut moved = false;
+        self.db.write_with(|txn| {
+            let mut snapshots = txn.open_table(SNAPSHOTS).map_err(failed)?;
+            let mut sequences = txn.open_table(SEQUENCES).map_err(failed)?;
+            if snapshots.get(pid).map_err(failed)?.is_some()
+                || sequences.get(pid).map_err(failed)?.is_some()
+            {
+                return Ok(());
+            }
+            let snapshot = snapshots
+                .remove(legacy.as_str())
+                .map_err(failed)?
+                .map(|s| s.value().to_vec());
+            if let Some(bytes) = snapshot {
+                snapshots.insert(pid, bytes.as_slice()).map_err(failed)?;
+                moved = true;
+            }
+            let seq = sequences
+                .remove(legacy.as_str())
+                .map_err(failed)?
+                .map(|s| s.value());
+            if let Some(seq) = seq {
+                sequences.insert(pid, seq).map_err(failed)?;
+                moved = true;
+            }
+            let mut events = txn.open_table(EVENTS).map_err(failed)?;
+            let old: Vec<(u64, Vec<u8>)> = events
+                .extract_from_if(
+                    (legacy.as_str(), 0)..=(legacy.as_str(), u64::MAX),
+                    |_, _| true,
+                )
+                .map_err(failed)?
+                .map(|e| e.map(|(k, v)| (k.value().1, v.value().to_vec())))
+                .collect::<Result<_, _>>()
+                .map_err(failed)?;
+            for (seq, data) in old {
+                events.insert((pid, seq), data.as_slice()).map_err(failed)?;
+                moved = true;
+            }
+            moved |= rename_reminders(txn, &legacy, pid)?;
+            Ok(())
+        })?;
+        Ok(moved)
     }
 
     /// The database.
@@ -220,6 +308,95 @@ impl Journal {
         let table = read.open_table(OUTBOX).map_err(failed)?;
         table.len().map_err(failed)
     }
+}
+
+/// Schema 1 -> 2: every persistence id `X` becomes `?:X`. Returns how many ids it moved.
+fn scope_legacy_ids(txn: &WriteTransaction) -> Result<usize, DatabaseError> {
+    let mut ids = std::collections::BTreeSet::new();
+    {
+        let mut snapshots = txn.open_table(SNAPSHOTS).map_err(failed)?;
+        let rows: Vec<(String, Vec<u8>)> = snapshots
+            .extract_if(|_, _| true)
+            .map_err(failed)?
+            .map(|e| e.map(|(k, v)| (k.value().to_owned(), v.value().to_vec())))
+            .collect::<Result<_, _>>()
+            .map_err(failed)?;
+        for (id, bytes) in rows {
+            snapshots
+                .insert(format!("{LEGACY_SCOPE}:{id}").as_str(), bytes.as_slice())
+                .map_err(failed)?;
+            ids.insert(id);
+        }
+    }
+    {
+        let mut sequences = txn.open_table(SEQUENCES).map_err(failed)?;
+        let rows: Vec<(String, u64)> = sequences
+            .extract_if(|_, _| true)
+            .map_err(failed)?
+            .map(|e| e.map(|(k, v)| (k.value().to_owned(), v.value())))
+            .collect::<Result<_, _>>()
+            .map_err(failed)?;
+        for (id, seq) in rows {
+            sequences
+                .insert(format!("{LEGACY_SCOPE}:{id}").as_str(), seq)
+                .map_err(failed)?;
+            ids.insert(id);
+        }
+    }
+    {
+        let mut events = txn.open_table(EVENTS).map_err(failed)?;
+        let rows: Vec<(String, u64, Vec<u8>)> = events
+            .extract_if(|_, _| true)
+            .map_err(failed)?
+            .map(|e| e.map(|(k, v)| (k.value().0.to_owned(), k.value().1, v.value().to_vec())))
+            .collect::<Result<_, _>>()
+            .map_err(failed)?;
+        for (id, seq, data) in rows {
+            let key = format!("{LEGACY_SCOPE}:{id}");
+            events
+                .insert((key.as_str(), seq), data.as_slice())
+                .map_err(failed)?;
+            ids.insert(id);
+        }
+    }
+    let mut reminders = txn.open_table(REMINDERS).map_err(failed)?;
+    let rows: Vec<(u64, ReminderRow)> = reminders
+        .iter()
+        .map_err(failed)?
+        .map(|e| {
+            let (k, v) = e.map_err(failed)?;
+            Ok((k.value(), decode::<ReminderRow>("reminders", v.value())?))
+        })
+        .collect::<Result<_, DatabaseError>>()?;
+    for (id, mut row) in rows {
+        ids.insert(row.owner.clone());
+        row.owner = format!("{LEGACY_SCOPE}:{}", row.owner);
+        reminders
+            .insert(id, encode(&row).as_slice())
+            .map_err(failed)?;
+    }
+    Ok(ids.len())
+}
+
+/// Moves the reminders of owner `from` to `to`; true if there were any.
+fn rename_reminders(txn: &WriteTransaction, from: &str, to: &str) -> Result<bool, DatabaseError> {
+    let mut reminders = txn.open_table(REMINDERS).map_err(failed)?;
+    let mut moved = Vec::new();
+    for entry in reminders.iter().map_err(failed)? {
+        let (k, v) = entry.map_err(failed)?;
+        let row: ReminderRow = decode("reminders", v.value())?;
+        if row.owner == from {
+            moved.push((k.value(), row));
+        }
+    }
+    let any = !moved.is_empty();
+    for (id, mut row) in moved {
+        row.owner = to.to_owned();
+        reminders
+            .insert(id, encode(&row).as_slice())
+            .map_err(failed)?;
+    }
+    Ok(any)
 }
 
 /// What one step of one persistent actor writes.

@@ -26,6 +26,8 @@
 //! - Two live actors never share a persistence id: `recover` refuses an id another live
 //!   incarnation holds, and the claim ends with the incarnation.
 //! - A failed call gives its event numbers back and arms none of its reminders.
+//! - An actor reaches only the durable state of its own scope: a persistence id is
+//!   `<scope>:<name>`, the scope being the actor's module name or `@<kind>` for an entity.
 
 mod backlog;
 pub(crate) mod entities;
@@ -51,6 +53,7 @@ use crate::error::DatabaseError;
 use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
+use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
 };
@@ -81,9 +84,10 @@ pub(crate) struct Persistence {
 }
 
 /// One actor instance's persistence: the id it chose and, once it recovered, its journal.
-#[derive(Default)]
 pub(crate) struct Persistent {
-    /// A persistence id chosen before `recover`.
+    /// The scope of its persistence ids: its module's name, or `@<kind>` for an entity.
+    scope: String,
+    /// A persistence id chosen before `recover` (scoped).
     pid: Option<String>,
     /// Set by `recover`: the actor is persistent.
     journal: Option<Journaled>,
@@ -197,12 +201,22 @@ impl Capability for Persistence {
         wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
     }
 
-    fn state(&self, _actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
+    fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
+        let path = actor.me.path.as_str();
+        let scope = match self.entities.kind_of(path) {
+            Some(kind) => format!("@{kind}"),
+            None => actor.module.to_string(),
+        };
         match origin {
             // A fresh instance recovers for itself.
-            Origin::Spawned | Origin::Restarted { .. } => Persistent::default(),
+            Origin::Spawned | Origin::Restarted { .. } => Persistent {
+                scope,
+                pid: None,
+                journal: None,
+            },
             // The new version goes on with the same id and sequence.
             Origin::Upgraded { old } => Persistent {
+                scope,
                 pid: old.pid.clone(),
                 journal: old
                     .journal
@@ -389,6 +403,23 @@ impl Deferred for ArmReminders {
     }
 }
 
+/// The persistence id `id` names in `scope`: a bare name is put in it, a scoped one must be
+/// in it.
+fn scoped(scope: &str, id: String) -> Result<String, PersistError> {
+    match id.split_once(':') {
+        None if id.is_empty() => Err(PersistError::InvalidId("an empty persistence id".into())),
+        None => Ok(format!("{scope}:{id}")),
+        Some((theirs, _)) if theirs == scope => Ok(id),
+        Some(_) => Err(PersistError::NotOwned(id)),
+    }
+}
+
+/// The legacy id (schema 1) that `pid` would adopt.
+fn legacy_of(pid: &str) -> String {
+    let name = pid.split_once(':').map_or(pid, |(_, name)| name);
+    format!("{}:{name}", journal::LEGACY_SCOPE)
+}
+
 fn storage(e: DatabaseError) -> PersistError {
     PersistError::Storage(crate::error::chain(&e))
 }
@@ -417,7 +448,7 @@ impl wit::Host for Call<'_, Persistence> {
         match (&self.state.journal, &self.state.pid) {
             (Some(j), _) => j.pid.clone(),
             (None, Some(pid)) => pid.clone(),
-            (None, None) => self.actor.me.path.to_string(),
+            (None, None) => format!("{}:{}", self.state.scope, self.actor.me.path),
         }
     }
 
@@ -427,12 +458,15 @@ impl wit::Host for Call<'_, Persistence> {
                 "{id:?}: the persistence id is fixed once recover has been called"
             )));
         }
-        if id.is_empty() || id.len() > MAX_PID_BYTES {
+        let pid = scoped(&self.state.scope, id).inspect_err(|_| {
+            self.actor.refuse(Quota::NotOwned);
+        })?;
+        if pid.len() > MAX_PID_BYTES || pid.ends_with(':') {
             return Err(PersistError::InvalidId(format!(
-                "{id:?}: a persistence id has 1 to {MAX_PID_BYTES} bytes"
+                "{pid:?}: a persistence id has a name and at most {MAX_PID_BYTES} bytes"
             )));
         }
-        self.state.pid = Some(id);
+        self.state.pid = Some(pid);
         Ok(())
     }
 
@@ -455,6 +489,10 @@ impl wit::Host for Call<'_, Persistence> {
                 )));
             }
             claims.insert(pid.clone(), me.clone());
+        }
+        if durable.journal.adopt(&pid).map_err(storage)? {
+            self.cap.reminders.transfer(&legacy_of(&pid), &pid);
+            tracing::info!(%pid, "adopted the state its id had before persistence ids were scoped");
         }
         let snapshot = durable.journal.snapshot(&pid).map_err(storage)?;
         let seq = durable.journal.last_seq(&pid).map_err(storage)?;
@@ -530,13 +568,31 @@ impl wit::Host for Call<'_, Persistence> {
         period_ms: Option<u64>,
     ) -> Result<u64, PersistError> {
         Self::check_size(body.len(), self.cap.max_event_bytes)?;
+        let quotas = *self.actor.quotas();
+        match quotas.check_kind(&kind) {
+            Ok(()) => {}
+            Err(Quota::ReservedKind) => {
+                self.actor.refuse(Quota::ReservedKind);
+                return Err(PersistError::ReservedKind(kind));
+            }
+            Err(quota) => return Err(PersistError::Quota(self.actor.refuse(quota).into())),
+        }
+        let period = period_ms.filter(|p| *p > 0).map(Duration::from_millis);
+        quotas
+            .check_period(period)
+            .map_err(|q| PersistError::Quota(self.actor.refuse(q).into()))?;
         let me = self.actor.me.clone();
         let Some(durable) = self.cap.durable.as_ref() else {
             return Err(PersistError::Unavailable);
         };
-        let id = durable.journal.allocate_reminder();
+        let reminders = &self.cap.reminders;
         let j = self.journal()?;
-        let period_ms = period_ms.filter(|p| *p > 0);
+        if reminders.owned(&j.pid) + j.arm.len() >= quotas.reminders {
+            let quota = self.actor.refuse(Quota::Reminders);
+            return Err(PersistError::Quota(quota.into()));
+        }
+        let id = durable.journal.allocate_reminder();
+        let period_ms = period.map(|p| p.as_millis() as u64);
         let row = ReminderRow {
             owner: j.pid.clone(),
             target: me.path.to_string(),
@@ -550,7 +606,7 @@ impl wit::Host for Call<'_, Persistence> {
             id,
             envelope: Envelope::new(Some(me), kind, body),
             delay: Duration::from_millis(delay_ms),
-            period: period_ms.map(Duration::from_millis),
+            period,
         });
         Ok(id)
     }

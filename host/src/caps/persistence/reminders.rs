@@ -42,6 +42,16 @@ impl Reminders {
         self.wheel.cancel_owner(&owner.to_owned());
     }
 
+    /// How many reminders of `owner` are armed.
+    pub(crate) fn owned(&self, owner: &str) -> usize {
+        self.wheel.owned(&owner.to_owned())
+    }
+
+    /// Hands the armed reminders of `from` to `to` (an adopted persistence id).
+    pub(crate) fn transfer(&self, from: &str, to: &str) {
+        self.wheel.transfer(&from.to_owned(), to.to_owned());
+    }
+
     /// A handle that arms reminders later (from a step's release).
     pub(crate) fn handle(&self) -> Arc<Wheel<String, Reminder>> {
         self.wheel.clone()

@@ -17,11 +17,12 @@ use wasmtime::component::Linker;
 use self::wheel::{Fired, Wheel};
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
-use crate::actor::step::Deferred;
+use crate::actor::step::{Commit, Deferred, Step};
 use crate::address::{ActorPath, Address};
 use crate::error::HostError;
 use crate::kernel::Kernel;
-use crate::message::Envelope;
+use crate::message::{Envelope, Receipt};
+use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::timers;
 use crate::sandbox::bindings::{WitAddress, WitSendError};
 
@@ -77,7 +78,8 @@ impl Timers {
 }
 
 impl Capability for Timers {
-    type State = ();
+    /// Timers the current step scheduled and will arm when it is released.
+    type State = usize;
     const IMPORTS: &'static [&'static str] = &["mote:actor/timers@"];
 
     fn new(_env: &Env<'_>) -> Result<Self, HostError> {
@@ -88,7 +90,9 @@ impl Capability for Timers {
         timers::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
     }
 
-    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, ()>) {}
+    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, usize>) -> usize {
+        0
+    }
 
     fn started(&self, kernel: &Arc<Kernel>) {
         let driver = self
@@ -105,13 +109,28 @@ impl Capability for Timers {
         self.wheel.wake();
     }
 
-    fn restarting(&self, actor: &Address, _state: &mut ()) {
+    fn restarting(&self, actor: &Address, _state: &mut usize) {
         // The new instance schedules its own timers in `start`.
         self.wheel.cancel_owner(actor);
     }
 
-    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut ()>) {
+    fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut usize>) {
         self.wheel.cancel_owner(actor);
+    }
+
+    fn seal(
+        &self,
+        state: &mut usize,
+        _step: &mut Step,
+        _consumed: &mut Option<Receipt>,
+    ) -> Option<Commit> {
+        // The step's timers are armed (or dropped) with it from here on.
+        *state = 0;
+        None
+    }
+
+    fn abandon(&self, state: &mut usize) {
+        *state = 0;
     }
 }
 
@@ -146,8 +165,19 @@ impl timers::Host for Call<'_, Timers> {
         delay_ms: u64,
         period_ms: Option<u64>,
     ) -> Result<u64, WitSendError> {
+        self.actor.check_path(&to.path)?;
         ActorPath::check(&to.path)?;
         let envelope = self.actor.envelope(kind, body)?;
+        let period = period_ms.map(Duration::from_millis);
+        let quotas = *self.actor.quotas();
+        quotas
+            .check_period(period)
+            .map_err(|q| self.actor.refuse(q))?;
+        // Armed timers, and those this step will arm when it is released.
+        let pending = self.cap.wheel.owned(&self.actor.me) + *self.state;
+        if pending >= quotas.timers {
+            return Err(self.actor.refuse(Quota::Timers).into());
+        }
         let id = self.cap.reserve();
         let arm = Arm {
             wheel: self.cap.wheel.clone(),
@@ -159,8 +189,11 @@ impl timers::Host for Call<'_, Timers> {
                 envelope,
             },
             delay: Duration::from_millis(delay_ms),
-            period: period_ms.map(Duration::from_millis),
+            period,
         };
+        if self.actor.step.holds() {
+            *self.state += 1;
+        }
         self.actor.step.defer(&self.actor.kernel, arm);
         Ok(id)
     }

@@ -114,6 +114,25 @@ impl<O: Eq + Hash + Clone, P> Wheel<O, P> {
         }
     }
 
+    /// How many entries `owner` has.
+    pub(crate) fn owned(&self, owner: &O) -> usize {
+        self.lock().by_owner.get(owner).map_or(0, HashSet::len)
+    }
+
+    /// Gives every entry of `from` to `to`.
+    pub(crate) fn transfer(&self, from: &O, to: O) {
+        let mut inner = self.lock();
+        let Some(ids) = inner.by_owner.remove(from) else {
+            return;
+        };
+        for id in &ids {
+            if let Some(entry) = inner.entries.get_mut(id) {
+                entry.owner = Some(to.clone());
+            }
+        }
+        inner.by_owner.entry(to).or_default().extend(ids);
+    }
+
     /// Cancels entry `id` if `owner` owns it; false if it is gone or someone else's.
     pub(crate) fn cancel(&self, id: u64, owner: Option<&O>) -> bool {
         let mut inner = self.lock();

@@ -10,6 +10,8 @@
 
 mod output;
 
+use std::sync::Arc;
+
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -19,6 +21,7 @@ use super::capability::{ActorState, Capability, Env, Grant, Origin, Provides};
 use crate::actor::core::ActorCore;
 use crate::address::ActorPath;
 use crate::error::HostError;
+use crate::quota::{Quotas, Refusals};
 
 /// The capability behind the WASI interfaces.
 pub(crate) struct Wasi;
@@ -26,6 +29,8 @@ pub(crate) struct Wasi;
 /// One actor instance's WASI: its context and resources.
 pub(crate) struct Sandboxed {
     path: ActorPath,
+    /// The actor's log budget, which its output shares with `host.log`.
+    budget: (Arc<Refusals>, Quotas),
     /// Built at the first WASI call.
     ctx: Option<WasiCtx>,
     /// Built at the first `wasi:http` call.
@@ -34,10 +39,11 @@ pub(crate) struct Sandboxed {
 }
 
 /// The WASI context of the actor at `path`.
-fn context(path: &ActorPath) -> WasiCtx {
+fn context(path: &ActorPath, budget: &(Arc<Refusals>, Quotas)) -> WasiCtx {
     let log = |stream| GuestOutput {
         path: path.clone(),
         stream,
+        budget: budget.clone(),
     };
     WasiCtxBuilder::new()
         .stdout(log("stdout"))
@@ -75,6 +81,7 @@ impl Capability for Wasi {
     fn state(&self, actor: &ActorCore, _origin: Origin<'_, Sandboxed>) -> Sandboxed {
         Sandboxed {
             path: actor.me.path.clone(),
+            budget: (actor.refusals.clone(), *actor.quotas()),
             ctx: None,
             http: None,
             table: ResourceTable::new(),
@@ -85,10 +92,14 @@ impl Capability for Wasi {
 impl<K: Provides<Wasi>> WasiView for ActorState<K> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         let Sandboxed {
-            path, ctx, table, ..
+            path,
+            budget,
+            ctx,
+            table,
+            ..
         } = K::state(&mut self.caps);
         WasiCtxView {
-            ctx: ctx.get_or_insert_with(|| context(path)),
+            ctx: ctx.get_or_insert_with(|| context(path, budget)),
             table,
         }
     }

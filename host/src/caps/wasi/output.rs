@@ -1,16 +1,20 @@
 //! Guest stdout and stderr, written line by line to the host log with the actor's path.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 use crate::address::ActorPath;
+use crate::quota::{Quotas, Refusals};
 
 /// Guest stdout/stderr, written line by line to the host log.
 pub(crate) struct GuestOutput {
     pub(crate) path: ActorPath,
     pub(crate) stream: &'static str,
+    /// The actor's log budget, shared with `host.log`.
+    pub(crate) budget: (Arc<Refusals>, Quotas),
 }
 
 impl IsTerminal for GuestOutput {
@@ -25,6 +29,7 @@ impl StdoutStream for GuestOutput {
             path: self.path.clone(),
             stream: self.stream,
             line: Vec::new(),
+            budget: self.budget.clone(),
         })
     }
 }
@@ -33,10 +38,16 @@ struct LineLogger {
     path: ActorPath,
     stream: &'static str,
     line: Vec<u8>,
+    budget: (Arc<Refusals>, Quotas),
 }
 
 impl LineLogger {
     fn emit(&mut self) {
+        let (refusals, quotas) = &self.budget;
+        if !refusals.admit_log(quotas, &self.path) {
+            self.line.clear();
+            return;
+        }
         let text = String::from_utf8_lossy(&self.line);
         tracing::info!(target: "mote::guest", actor = %self.path, stream = self.stream, "{}", text.trim_end());
         self.line.clear();

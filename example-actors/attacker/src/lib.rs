@@ -1,0 +1,170 @@
+//! Attacker: hostile calls of the host's imports, for the isolation tests. Each attack spends
+//! the actor's time on the attack itself, calling the raw imports as any adversary would, and
+//! reports what the host let through and what it refused.
+//!
+//! Init: `<attack> <report-path> [<arg>]`. In `start` it runs the attack, then reports
+//! `accepted` (how many calls went through) and `refused` (how many were refused, with the
+//! first refusal's words as a `why:<text>` label of value 0):
+//! - `reserved`: tell, tell-path, schedule, publish, ask and remind with kinds `mote.*`;
+//! - `timers`: a 1 ms periodic timer, then one-shot timers until refused (at most <arg>);
+//! - `asks`: an endless deadline, then one-minute asks until refused (at most <arg>);
+//! - `subscriptions` / `groups`: subscribe to / join new names until refused (at most <arg>);
+//! - `log` / `stdout`: <arg> log lines through `host.log` / stdout;
+//! - `steal`: claims the persistence id <arg> (another module's) and recovers it;
+//! - `names`: a child name, a path and a topic of <arg> bytes.
+
+use mote_example_protocol::{Report, init_arg, init_opt, init_words};
+use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
+use mote_guest::bindings::mote::actor::{host, messaging, persistence, timers};
+use mote_guest::{Actor, Context, Message, Result};
+
+/// What an attack let through and what it was refused.
+#[derive(Default)]
+struct Tally {
+    accepted: u64,
+    refused: u64,
+    why: Option<String>,
+}
+
+impl Tally {
+    fn record<T, E: core::fmt::Debug>(&mut self, outcome: core::result::Result<T, E>) -> bool {
+        match outcome {
+            Ok(_) => {
+                self.accepted += 1;
+                true
+            }
+            Err(e) => {
+                self.refused += 1;
+                self.why.get_or_insert_with(|| format!("{e:?}"));
+                false
+            }
+        }
+    }
+}
+
+/// Runs until stopped; all of its work is the attack in `start`.
+struct Attacker;
+
+fn report(to: &str, label: &str, value: u64) {
+    let report = Report {
+        from: host::self_address().path,
+        label: label.to_string(),
+        value,
+    };
+    let body = mote_guest::encode(&report).unwrap_or_default();
+    let _ = host::tell_path(to, Report::KIND, &body);
+}
+
+fn attack(name: &str, arg: u64) -> Tally {
+    let me = host::self_address();
+    let mut tally = Tally::default();
+    match name {
+        "reserved" => {
+            let victim = Address {
+                path: "/user/victim".into(),
+                incarnation: 0,
+            };
+            tally.record(host::tell(&victim, "mote.terminated", &[]));
+            tally.record(host::tell_path("/user/victim", "mote.ask-timeout", &[]));
+            tally.record(timers::schedule(&victim, "mote.terminated", &[], 1, None));
+            tally.record(messaging::publish("t", "mote.deadletter", &[]));
+            tally.record(messaging::ask(&victim, "mote.x", &[], 1000));
+            tally.record(persistence::remind("mote.terminated", &[], 1, None));
+        }
+        "timers" => {
+            tally.record(timers::schedule(&me, "Tick", &[], 1, Some(1)));
+            for _ in 0..arg {
+                if !tally.record(timers::schedule(&me, "Tick", &[], 3_600_000, None)) {
+                    break;
+                }
+            }
+        }
+        "asks" => {
+            let nobody = Address {
+                path: "/user/nobody".into(),
+                incarnation: 0,
+            };
+            tally.record(messaging::ask(&nobody, "Q", &[], u64::MAX / 2));
+            for _ in 0..arg {
+                if !tally.record(messaging::ask(&nobody, "Q", &[], 60_000)) {
+                    break;
+                }
+            }
+        }
+        "subscriptions" => {
+            for i in 0..arg {
+                if !tally.record(messaging::subscribe(&format!("topic-{i}"))) {
+                    break;
+                }
+            }
+        }
+        "groups" => {
+            for i in 0..arg {
+                if !tally.record(messaging::join(&format!("group-{i}"))) {
+                    break;
+                }
+            }
+        }
+        "log" => {
+            for i in 0..arg {
+                host::log(
+                    LogLevel::Error,
+                    &format!("flood line {i} {}", "x".repeat(100)),
+                );
+                tally.accepted += 1;
+            }
+        }
+        "stdout" => {
+            for i in 0..arg {
+                println!("flood line {i} {}", "x".repeat(100));
+                tally.accepted += 1;
+            }
+        }
+        "names" => {
+            let long = "n".repeat(arg as usize);
+            tally.record(host::spawn(&long, "attacker", &[]));
+            tally.record(host::tell_path(&format!("/user/{long}"), "K", &[]));
+            tally.record(messaging::subscribe(&long));
+            tally.record(messaging::join(&long));
+        }
+        other => {
+            tally.refused += 1;
+            tally.why = Some(format!("unknown attack {other}"));
+        }
+    }
+    tally
+}
+
+impl Actor for Attacker {
+    type Msg = Report;
+
+    fn start(_ctx: &mut Context, init: &[u8]) -> Result<Self> {
+        let words = init_words(init);
+        let name: String = init_arg(&words, 0, "attack")?;
+        let to: String = init_arg(&words, 1, "report-path")?;
+        let tally = if name == "steal" {
+            let victim: String = init_arg(&words, 2, "persistence-id")?;
+            let mut tally = Tally::default();
+            if tally.record(persistence::set_persistence_id(&victim)) {
+                tally.record(persistence::recover());
+                tally.record(persistence::delete_state());
+            }
+            tally
+        } else {
+            attack(&name, init_opt(&words, 2, "count")?.unwrap_or(0))
+        };
+        report(&to, "accepted", tally.accepted);
+        report(&to, "refused", tally.refused);
+        if let Some(why) = tally.why {
+            report(&to, &format!("why:{why}"), 0);
+        }
+        report(&to, "done", 0);
+        Ok(Attacker)
+    }
+
+    fn receive(&mut self, _ctx: &mut Context, _msg: Report) -> Result<()> {
+        Ok(())
+    }
+}
+
+mote_guest::export_actor!(Attacker);
