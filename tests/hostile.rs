@@ -3,6 +3,10 @@
 //! the refusals are counted for the attacker, that the sibling kept its state and kept
 //! answering, and that host memory stayed bounded.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
 use mote_example_protocol::{Counter, Journal, JournalState};
 use mote_host::{ActorSystem, DeadLetterReason, HostConfig, Quota, Quotas};
 use mote_tests::*;
@@ -27,15 +31,37 @@ struct Outcome {
     accepted: u64,
     refused: u64,
     why: String,
+    /// Events a `steal` could read.
+    events: Option<u64>,
 }
 
+/// How long the sibling may take to answer an ask while an attack runs, at the 99th
+/// percentile.
+const RESPONSIVE: Duration = Duration::from_millis(100);
+
 /// Spawns a counter (`/user/victim`, at 5) and an attacker running `init`, waits for the
-/// attack to finish, and checks that the victim still counts and answers.
-async fn attack(system: &ActorSystem, init: &str) -> Outcome {
+/// attack to finish while asking the victim all along, and checks that the victim answered
+/// promptly, still counts, and that host memory stayed bounded. Returns what the attack
+/// reported and the probe its reports arrive at.
+async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::Probe) {
     let before = rss();
     system.spawn("victim", "counter", b"5").unwrap();
     let mut probe = system.probe("reports").unwrap();
     let init = init.replace("$REPORT", "/system/reports");
+    let done = Arc::new(AtomicBool::new(false));
+    let asker = tokio::spawn({
+        let (system, done) = (system.clone(), done.clone());
+        async move {
+            let mut latencies = Vec::new();
+            while !done.load(Ordering::Acquire) || latencies.len() < 20 {
+                let asked = Instant::now();
+                let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
+                latencies.push(asked.elapsed());
+                assert_eq!(value, Counter::Value(5));
+            }
+            latencies
+        }
+    });
     system
         .spawn("attacker", "attacker", init.as_bytes())
         .unwrap();
@@ -46,9 +72,19 @@ async fn attack(system: &ActorSystem, init: &str) -> Outcome {
             "accepted" => outcome.accepted = report.value,
             "refused" => outcome.refused = report.value,
             "done" => break,
+            "events" => outcome.events = Some(report.value),
             why => outcome.why = why.trim_start_matches("why:").to_owned(),
         }
     }
+    done.store(true, Ordering::Release);
+    let mut latencies = asker.await.expect("the asks of the sibling");
+    latencies.sort();
+    let p99 = latencies[latencies.len() * 99 / 100];
+    assert!(
+        p99 < RESPONSIVE,
+        "the sibling answered in {p99:?} at p99 ({} asks) during `{init}`",
+        latencies.len()
+    );
     tell(system, "/user/victim", &Counter::Add(1));
     let value: Counter = ask_as(system, "/user/victim", &Counter::Get).await;
     assert_eq!(
@@ -58,7 +94,12 @@ async fn attack(system: &ActorSystem, init: &str) -> Outcome {
     );
     let grown = rss().saturating_sub(before);
     assert!(grown < RSS_BOUND, "host memory grew by {grown} bytes");
-    outcome
+    (outcome, probe)
+}
+
+/// A system for attacks, shared with the sibling's asker.
+fn hostile(config: HostConfig, modules: &[&str]) -> Arc<ActorSystem> {
+    Arc::new(system_configured(config, modules))
 }
 
 /// The attacker's refusals of `quota`, as the operator sees them.
@@ -73,8 +114,8 @@ fn refusals(system: &ActorSystem, quota: Quota) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_kinds_cannot_be_sent_scheduled_published_asked_or_reminded() {
-    let system = system_with(&["attacker", "counter"]);
-    let outcome = attack(&system, "reserved $REPORT").await;
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "reserved $REPORT").await;
     assert_eq!(outcome.accepted, 0, "{outcome:?}");
     // remind is refused as "not recovered" before its kind is read only if it were checked
     // late: the kind goes first, so all six are reserved-kind refusals.
@@ -90,8 +131,8 @@ async fn timers_stop_at_the_quota_and_short_periods_are_refused() {
         timers: 50,
         ..Quotas::default()
     });
-    let system = system_configured(config, &["attacker", "counter"]);
-    let outcome = attack(&system, "timers $REPORT 1000000").await;
+    let system = hostile(config, &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "timers $REPORT 1000000").await;
     assert_eq!(outcome.accepted, 50, "{outcome:?}");
     assert_eq!(
         outcome.refused, 2,
@@ -109,8 +150,8 @@ async fn pending_asks_stop_at_the_quota_and_endless_deadlines_are_refused() {
         asks: 40,
         ..Quotas::default()
     });
-    let system = system_configured(config, &["attacker", "counter"]);
-    let outcome = attack(&system, "asks $REPORT 1000000").await;
+    let system = hostile(config, &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "asks $REPORT 1000000").await;
     assert_eq!(outcome.accepted, 40, "{outcome:?}");
     assert_eq!(outcome.refused, 2, "{outcome:?}");
     assert!(outcome.why.contains("AskDeadline"), "{outcome:?}");
@@ -119,15 +160,15 @@ async fn pending_asks_stop_at_the_quota_and_endless_deadlines_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_and_groups_stop_at_their_quotas() {
-    let system = system_with(&["attacker", "counter"]);
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
     let quotas = Quotas::default();
-    let outcome = attack(&system, "subscriptions $REPORT 10000000").await;
+    let (outcome, _) = attack(&system, "subscriptions $REPORT 10000000").await;
     assert_eq!(outcome.accepted, quotas.subscriptions as u64, "{outcome:?}");
     assert_eq!(outcome.refused, 1, "{outcome:?}");
     assert_eq!(refusals(&system, Quota::Subscriptions), 1);
 
-    let system = system_with(&["attacker", "counter"]);
-    let outcome = attack(&system, "groups $REPORT 10000000").await;
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "groups $REPORT 10000000").await;
     assert_eq!(outcome.accepted, quotas.groups as u64, "{outcome:?}");
     assert_eq!(refusals(&system, Quota::Groups), 1);
 }
@@ -141,10 +182,10 @@ async fn a_log_flood_is_cut_to_the_budget_and_counted() {
             log_burst: 20,
             ..Quotas::default()
         });
-        let system = system_configured(config, &["attacker", "counter"]);
+        let system = hostile(config, &["attacker", "counter"]);
         let started = std::time::Instant::now();
         let lines = 200_000;
-        let outcome = attack(&system, &format!("{attack_kind} $REPORT {lines}")).await;
+        let (outcome, _) = attack(&system, &format!("{attack_kind} $REPORT {lines}")).await;
         assert_eq!(outcome.accepted, lines, "{outcome:?}");
         let seconds = started.elapsed().as_secs() + 1;
         let dropped = refusals(&system, Quota::Log);
@@ -162,8 +203,8 @@ async fn a_log_flood_is_cut_to_the_budget_and_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_names_paths_and_topics_are_refused() {
-    let system = system_with(&["attacker", "counter"]);
-    let outcome = attack(&system, "names $REPORT 100000").await;
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "names $REPORT 100000").await;
     assert_eq!(outcome.accepted, 0, "{outcome:?}");
     assert_eq!(outcome.refused, 4, "{outcome:?}");
     assert!(refusals(&system, Quota::NameLength) >= 3);
@@ -201,7 +242,7 @@ async fn a_thousand_malformed_messages_leave_the_receiver_as_it_was() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_actor_cannot_reach_another_modules_durable_state() {
     let dir = TempDir::new("steal");
-    let system = system_configured(
+    let system = hostile(
         durable_config(&dir.join("mote.redb")),
         &["attacker", "counter", "journal"],
     );
@@ -211,7 +252,7 @@ async fn an_actor_cannot_reach_another_modules_durable_state() {
     assert_eq!(state.values, vec![7]);
     // The journal's id is `journal:/user/j`: named outright, and as a bare path.
     for victim in ["journal:/user/j", "/user/j"] {
-        let outcome = attack(&system, &format!("steal $REPORT {victim}")).await;
+        let (outcome, _) = attack(&system, &format!("steal $REPORT {victim}")).await;
         for path in ["/user/attacker", "/user/victim"] {
             assert!(system.stop(path));
             wait_until(|| {
@@ -232,4 +273,206 @@ async fn an_actor_cannot_reach_another_modules_durable_state() {
     }
     let state: JournalState = ask_as(&system, "/user/j", &Journal::Query).await;
     assert_eq!(state.values, vec![7], "the journal's state is untouched");
+}
+
+/// Live actors under `/user`.
+fn user_actors(system: &ActorSystem) -> usize {
+    let tree = system.tree();
+    tree.iter()
+        .filter(|a| a.address.path.as_str().starts_with("/user/"))
+        .count()
+}
+
+/// Live actors under `/user/attacker` (its descendants).
+fn descendants(system: &ActorSystem) -> usize {
+    system
+        .tree()
+        .iter()
+        .filter(|a| a.address.path.as_str().starts_with("/user/attacker/"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_bomb_ends_at_the_descendants_quota() {
+    let mut config = HostConfig::new();
+    config.quotas(Quotas {
+        descendants: 300,
+        ..Quotas::default()
+    });
+    let system = hostile(config, &["attacker", "counter"]);
+    let (outcome, mut probe) = attack(&system, "bomb $REPORT").await;
+    assert_eq!(outcome.accepted, 2, "{outcome:?}");
+    report_labelled(&mut probe, "bomb-refused").await;
+    wait_until(|| descendants(&system) == 300).await;
+    let refused: u64 = system
+        .tree()
+        .iter()
+        .flat_map(|a| a.refusals.iter())
+        .filter(|(q, _)| *q == Quota::Descendants)
+        .map(|(_, n)| n)
+        .sum();
+    assert!(refused >= 1, "the refusals are counted");
+    let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(6));
+    assert!(system.stop("/user/attacker"));
+    wait_until(|| user_actors(&system) == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailbox_holds_no_more_bytes_than_its_bound() {
+    let mut config = HostConfig::new();
+    config.mailbox_bytes(1 << 20);
+    let system = hostile(config, &["attacker", "counter"]);
+    let dead_before = system.dead_letter_count();
+    // 5,000 messages of 60 KB (300 MB) to its own mailbox while it is busy sending them.
+    let (outcome, _) = attack(&system, "flood $REPORT 5000").await;
+    assert_eq!(
+        outcome.accepted, 5000,
+        "sends to a full mailbox are dead letters"
+    );
+    let dead = system.dead_letter_count() - dead_before;
+    assert!(
+        dead >= 5000 - 17,
+        "{dead} dead letters: at most 1 MiB was queued"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_message_is_refused_at_the_send() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "big $REPORT").await;
+    assert_eq!((outcome.accepted, outcome.refused), (0, 1), "{outcome:?}");
+    assert!(outcome.why.contains("TooLarge"), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_cannot_stop_one_that_is_not_its_descendant() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let victim_before = system.lookup("/user/victim");
+    let (outcome, _) = attack(&system, "stop $REPORT 0").await;
+    assert_eq!(outcome.accepted, 1);
+    // `attack` checked that the victim still answers with its state; it is the same one.
+    assert!(victim_before.is_none() || system.lookup("/user/victim") == victim_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_actor_does_after_stopping_itself_dies_with_it() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "after-stop $REPORT").await;
+    assert_eq!(outcome.accepted + outcome.refused, 4, "{outcome:?}");
+    wait_until(|| system.lookup("/user/attacker").is_none()).await;
+    assert_eq!(system.pending_timers(), 0, "its timer was cancelled");
+    assert_eq!(
+        system.publish("after-stop", "K", Vec::new()),
+        0,
+        "it left its topic"
+    );
+    assert_eq!(
+        user_actors(&system),
+        1,
+        "its child stopped with it: only the victim lives"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_in_stopping_still_ends_the_actor_cleanly() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "trap-stopping $REPORT").await;
+    assert_eq!(outcome.accepted, 1);
+    assert!(system.stop("/user/attacker"));
+    wait_until(|| system.lookup("/user/attacker").is_none()).await;
+    let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(6));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_stop_at_the_quota() {
+    let dir = TempDir::new("reminders");
+    let mut config = durable_config(&dir.join("mote.redb"));
+    config.quotas(Quotas {
+        reminders: 30,
+        ..Quotas::default()
+    });
+    let system = hostile(config, &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "reminders $REPORT 100000").await;
+    assert_eq!(
+        outcome.accepted,
+        1 + 30,
+        "recover, then 30 reminders: {outcome:?}"
+    );
+    assert_eq!(outcome.refused, 1, "{outcome:?}");
+    assert!(outcome.why.contains("Reminders"), "{outcome:?}");
+    assert_eq!(refusals(&system, Quota::Reminders), 1);
+}
+
+/// Writes a database as a host before scoped persistence ids did (schema 1): the journal of
+/// `/user/j` (events 7, 9) and an explicitly named id `acct` (event 5).
+fn schema_one_database(path: &std::path::Path) {
+    use redb::TableDefinition;
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta = txn
+            .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
+            .unwrap();
+        meta.insert("magic", &b"mote-store"[..]).unwrap();
+        meta.insert("schema", &1u32.to_le_bytes()[..]).unwrap();
+        let mut sequences = txn
+            .open_table(TableDefinition::<&str, u64>::new("sequences"))
+            .unwrap();
+        sequences.insert("/user/j", 2).unwrap();
+        sequences.insert("acct", 1).unwrap();
+        let mut events = txn
+            .open_table(TableDefinition::<(&str, u64), &[u8]>::new("events"))
+            .unwrap();
+        // Postcard's u64 is a varint: one byte for these.
+        events.insert(("/user/j", 1), &[7u8][..]).unwrap();
+        events.insert(("/user/j", 2), &[9u8][..]).unwrap();
+        events.insert(("acct", 1), &[5u8][..]).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// Runs the `steal` attack on `id` and returns how many events it could read; stops it.
+async fn steal(system: &ActorSystem, id: &str) -> u64 {
+    let mut probe = system.probe("thief").unwrap();
+    let init = format!("steal /system/thief {id}");
+    system
+        .spawn("attacker", "attacker", init.as_bytes())
+        .unwrap();
+    let events = report_labelled(&mut probe, "events").await.value;
+    report_labelled(&mut probe, "done").await;
+    assert!(system.stop("/user/attacker"));
+    wait_until(|| system.lookup("/user/attacker").is_none()).await;
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_one_database_migrates_and_only_owners_adopt_its_state() {
+    let dir = TempDir::new("migrate");
+    let db = dir.join("mote.redb");
+    schema_one_database(&db);
+    {
+        let system = system_configured(durable_config(&db), &["attacker", "journal"]);
+        // Named by another module's actor: its own, empty id, not the legacy state.
+        assert_eq!(steal(&system, "/user/j").await, 0);
+        assert_eq!(steal(&system, "acct").await, 0);
+        // The actor at the path adopts the state of its default id.
+        system.spawn("j", "journal", b"0").unwrap();
+        let state: JournalState = ask_as(&system, "/user/j", &Journal::Query).await;
+        assert_eq!(state.values, vec![7, 9]);
+        system.shutdown().await.unwrap();
+    }
+    let mut config = durable_config(&db);
+    config.legacy_owner("attacker");
+    let system = system_configured(config, &["attacker", "journal"]);
+    // A trusted module adopts an id it names; the adopted journal is its own from now on.
+    assert_eq!(steal(&system, "acct").await, 1, "adopted by a legacy owner");
+    system.spawn("j", "journal", b"0").unwrap();
+    let state: JournalState = ask_as(&system, "/user/j", &Journal::Query).await;
+    assert_eq!(
+        state.values,
+        vec![7, 9],
+        "adopted state stays its owner's after a restart"
+    );
 }

@@ -21,6 +21,9 @@ pub(crate) async fn run(
     if let Some(quotas) = manifest.quotas {
         config.quotas(quotas);
     }
+    for module in &manifest.legacy_owners {
+        config.legacy_owner(module);
+    }
     let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
         let bytes = std::fs::read(&module.path)

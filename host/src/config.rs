@@ -30,6 +30,7 @@ pub struct HostConfig {
     pub(crate) max_state_bytes: usize,
     pub(crate) module_cache: Option<PathBuf>,
     pub(crate) quotas: Quotas,
+    pub(crate) legacy_owners: Vec<String>,
 }
 
 impl Default for HostConfig {
@@ -55,6 +56,7 @@ impl Default for HostConfig {
             max_state_bytes: 16 << 20,
             module_cache: None,
             quotas: Quotas::default(),
+            legacy_owners: Vec::new(),
         }
     }
 }
@@ -190,6 +192,15 @@ impl HostConfig {
     /// a counter in [`ActorSystem::tree`](crate::ActorSystem::tree).
     pub fn quotas(&mut self, quotas: Quotas) -> &mut Self {
         self.quotas = quotas;
+        self
+    }
+
+    /// Modules trusted to adopt the persistence ids they name of a database written before
+    /// ids were scoped (schema 1). Without this, an actor adopts only the state of its own
+    /// path (the default id); an id chosen with `set-persistence-id` is adopted only by an
+    /// actor of a module listed here.
+    pub fn legacy_owner(&mut self, module: impl Into<String>) -> &mut Self {
+        self.legacy_owners.push(module.into());
         self
     }
 

@@ -10,8 +10,17 @@
 //! - `asks`: an endless deadline, then one-minute asks until refused (at most <arg>);
 //! - `subscriptions` / `groups`: subscribe to / join new names until refused (at most <arg>);
 //! - `log` / `stdout`: <arg> log lines through `host.log` / stdout;
-//! - `steal`: claims the persistence id <arg> (another module's) and recovers it;
-//! - `names`: a child name, a path and a topic of <arg> bytes.
+//! - `steal`: claims the persistence id <arg> (another module's), recovers it, reports how
+//!   many `events` it could read, and deletes the state;
+//! - `names`: a child name, a path and a topic of <arg> bytes;
+//! - `bomb`: spawns two children that do the same, until refused (each refused actor
+//!   reports `bomb-refused` once);
+//! - `flood`: <arg> messages of 60 KB to itself while it is busy (its mailbox holds them);
+//! - `big`: one message past the host's size limit, to the victim;
+//! - `stop`: stops `/user/victim`, which is not its descendant;
+//! - `after-stop`: stops itself, then schedules, subscribes, spawns and asks in the same call;
+//! - `trap-stopping`: its `stopping` hook traps;
+//! - `reminders`: recovers, then reminders until refused (at most <arg>).
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
@@ -42,8 +51,25 @@ impl Tally {
     }
 }
 
-/// Runs until stopped; all of its work is the attack in `start`.
-struct Attacker;
+/// Runs until stopped; all of its work is the attack in `start` (and, for `trap-stopping`,
+/// in `stopping`).
+struct Attacker {
+    trap_in_stopping: bool,
+}
+
+/// Where reports go: the second init word of this actor (kept for the `bomb`'s children).
+fn report_to() -> String {
+    REPORT_TO.with(|r| r.borrow().clone())
+}
+
+/// Whether this is the attack's first actor, not one of its children.
+fn is_top() -> bool {
+    host::self_address().path == "/user/attacker"
+}
+
+std::thread_local! {
+    static REPORT_TO: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
 
 fn report(to: &str, label: &str, value: u64) {
     let report = Report {
@@ -127,6 +153,50 @@ fn attack(name: &str, arg: u64) -> Tally {
             tally.record(messaging::subscribe(&long));
             tally.record(messaging::join(&long));
         }
+        "bomb" => {
+            for child in ["a", "b"] {
+                let init = format!("bomb {}", report_to());
+                if !tally.record(host::spawn(child, "attacker", init.as_bytes())) {
+                    if !is_top() {
+                        report(&report_to(), "bomb-refused", 1);
+                    }
+                    break;
+                }
+            }
+        }
+        "flood" => {
+            let body = vec![7u8; 60 << 10];
+            for _ in 0..arg {
+                tally.record(host::tell(&me, "Flood", &body));
+            }
+        }
+        "big" => {
+            let body = vec![7u8; (1 << 20) + 1];
+            tally.record(host::tell_path("/user/victim", "Counter", &body));
+        }
+        "stop" => {
+            host::stop(&Address {
+                path: "/user/victim".into(),
+                incarnation: arg,
+            });
+            tally.accepted += 1;
+        }
+        "after-stop" => {
+            host::stop(&me);
+            tally.record(timers::schedule(&me, "Tick", &[], 3_600_000, None));
+            tally.record(messaging::subscribe("after-stop"));
+            tally.record(host::spawn("late", "counter", &[]));
+            tally.record(messaging::ask(&me, "Q", &[], 60_000));
+        }
+        "trap-stopping" => tally.accepted += 1,
+        "reminders" => {
+            tally.record(persistence::recover());
+            for _ in 0..arg {
+                if !tally.record(persistence::remind("Tick", &[], 3_600_000, None)) {
+                    break;
+                }
+            }
+        }
         other => {
             tally.refused += 1;
             tally.why = Some(format!("unknown attack {other}"));
@@ -142,28 +212,42 @@ impl Actor for Attacker {
         let words = init_words(init);
         let name: String = init_arg(&words, 0, "attack")?;
         let to: String = init_arg(&words, 1, "report-path")?;
+        REPORT_TO.with(|r| *r.borrow_mut() = to.clone());
         let tally = if name == "steal" {
             let victim: String = init_arg(&words, 2, "persistence-id")?;
             let mut tally = Tally::default();
             if tally.record(persistence::set_persistence_id(&victim)) {
                 tally.record(persistence::recover());
+                if let Ok(events) = persistence::replay(0, 1000) {
+                    report(&to, "events", events.len() as u64);
+                }
                 tally.record(persistence::delete_state());
             }
             tally
         } else {
             attack(&name, init_opt(&words, 2, "count")?.unwrap_or(0))
         };
-        report(&to, "accepted", tally.accepted);
-        report(&to, "refused", tally.refused);
-        if let Some(why) = tally.why {
-            report(&to, &format!("why:{why}"), 0);
+        if name != "bomb" || is_top() {
+            report(&to, "accepted", tally.accepted);
+            report(&to, "refused", tally.refused);
+            if let Some(why) = tally.why {
+                report(&to, &format!("why:{why}"), 0);
+            }
+            report(&to, "done", 0);
         }
-        report(&to, "done", 0);
-        Ok(Attacker)
+        Ok(Attacker {
+            trap_in_stopping: name == "trap-stopping",
+        })
     }
 
     fn receive(&mut self, _ctx: &mut Context, _msg: Report) -> Result<()> {
         Ok(())
+    }
+
+    fn stopping(&mut self, _ctx: &mut Context, _reason: mote_guest::StopReason) {
+        if self.trap_in_stopping {
+            core::arch::wasm32::unreachable();
+        }
     }
 }
 

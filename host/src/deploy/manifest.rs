@@ -25,6 +25,7 @@
 //!
 //! [storage]
 //! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
+//! legacy_owners = ["ledger"] # optional: modules that adopt the ids they name of a schema-1 file
 //!
 //! [quotas]                   # optional: every actor's bounds (see `Quotas`; defaults otherwise)
 //! timers = 1000
@@ -71,6 +72,9 @@ pub struct Manifest {
     pub entities: Vec<EntitySpec>,
     /// Every actor's bounds, if the manifest sets any (the rest keep their defaults).
     pub quotas: Option<Quotas>,
+    /// Modules trusted to adopt the ids they name of a schema-1 database
+    /// ([`HostConfig::legacy_owner`](crate::HostConfig::legacy_owner)).
+    pub legacy_owners: Vec<String>,
 }
 
 /// One `[[entity]]` entry.
@@ -167,7 +171,9 @@ impl RawQuotas {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStorage {
-    path: PathBuf,
+    path: Option<PathBuf>,
+    #[serde(default)]
+    legacy_owners: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -353,7 +359,12 @@ impl Manifest {
         Ok(Manifest {
             modules,
             actors,
-            storage: raw.storage.map(|s| base.join(s.path)),
+            legacy_owners: raw
+                .storage
+                .as_ref()
+                .map(|s| s.legacy_owners.clone())
+                .unwrap_or_default(),
+            storage: raw.storage.and_then(|s| s.path).map(|p| base.join(p)),
             entities,
             quotas: raw.quotas.map(RawQuotas::apply),
         })

@@ -81,6 +81,8 @@ pub(crate) struct Persistence {
     claims: Mutex<HashMap<String, Address>>,
     max_state_bytes: usize,
     max_event_bytes: usize,
+    /// Modules that may adopt any legacy (schema-1) id they name.
+    legacy_owners: Vec<String>,
 }
 
 /// One actor instance's persistence: the id it chose and, once it recovered, its journal.
@@ -194,6 +196,7 @@ impl Capability for Persistence {
             claims: Mutex::default(),
             max_state_bytes: env.config.max_state_bytes,
             max_event_bytes: env.config.max_message_bytes,
+            legacy_owners: env.config.legacy_owners.clone(),
         })
     }
 
@@ -490,7 +493,11 @@ impl wit::Host for Call<'_, Persistence> {
             }
             claims.insert(pid.clone(), me.clone());
         }
-        if durable.journal.adopt(&pid).map_err(storage)? {
+        // Legacy state (schema 1) is adopted by the actor at its path, or by a trusted module.
+        let scope = &self.state.scope;
+        let own_path = pid == format!("{scope}:{}", self.actor.me.path);
+        let trusted = self.cap.legacy_owners.iter().any(|m| m == scope);
+        if (own_path || trusted) && durable.journal.adopt(&pid).map_err(storage)? {
             self.cap.reminders.transfer(&legacy_of(&pid), &pid);
             tracing::info!(%pid, "adopted the state its id had before persistence ids were scoped");
         }
