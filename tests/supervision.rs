@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use mote_example_protocol::{Crash, Gate, Relay, Report, Watch};
-use mote_host::{DeadLetterReason, Directive, HostConfig, SendError, SpawnOptions, Strategy};
+use mote_host::{
+    DeadLetterReason, Directive, FailureKind, HostConfig, SendError, SpawnOptions, Strategy,
+};
 use mote_tests::*;
 
 /// A supervisor at /user/sup with `children` crasher children reporting to /system/p.
@@ -73,7 +75,7 @@ async fn bump(probe: &mut mote_host::Probe, path: &str) -> u32 {
     }
 }
 
-async fn failure_is_supervised(config: HostConfig, crash: Crash, expect: &str) {
+async fn failure_is_supervised(config: HostConfig, crash: Crash, expect: &str, kind: FailureKind) {
     let system = supervised(config, "one restart", 2);
     let mut probe = system.probe("p").unwrap();
     let mut decisions = system.subscribe_supervision();
@@ -88,6 +90,9 @@ async fn failure_is_supervised(config: HostConfig, crash: Crash, expect: &str) {
         "{expect:?} not in {:?}",
         decision.error
     );
+    assert_eq!(decision.kind, kind, "the typed kind reaches subscribers");
+    let seen = report_labelled(&mut probe, &format!("kind:{}", kind.name())).await;
+    assert_eq!(seen.from, "/user/sup/c0", "and the parent's supervise hook");
     let restarted = report_labelled(&mut probe, "restarted").await;
     assert_eq!(restarted.from, "/user/sup/c0");
     // Same path, same incarnation; the sibling, the parent and the host are unaffected.
@@ -99,12 +104,24 @@ async fn failure_is_supervised(config: HostConfig, crash: Crash, expect: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_is_a_supervised_failure() {
-    failure_is_supervised(HostConfig::new(), Crash::Panic, "unreachable").await;
+    failure_is_supervised(
+        HostConfig::new(),
+        Crash::Panic,
+        "unreachable",
+        FailureKind::Trap,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_trap_is_a_supervised_failure() {
-    failure_is_supervised(HostConfig::new(), Crash::Unreachable, "unreachable").await;
+    failure_is_supervised(
+        HostConfig::new(),
+        Crash::Unreachable,
+        "unreachable",
+        FailureKind::Trap,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,6 +130,7 @@ async fn an_error_from_receive_is_a_supervised_failure() {
         HostConfig::new(),
         Crash::Fail("bad input".into()),
         "error: bad input",
+        FailureKind::Error,
     )
     .await;
 }
@@ -121,14 +139,26 @@ async fn an_error_from_receive_is_a_supervised_failure() {
 async fn a_memory_bomb_hits_the_limit_and_is_a_supervised_failure() {
     let mut config = HostConfig::new();
     config.memory_limit(32 << 20);
-    failure_is_supervised(config, Crash::Alloc(64), "memory limit").await;
+    failure_is_supervised(
+        config,
+        Crash::Alloc(64),
+        "memory limit",
+        FailureKind::MemoryLimit,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_loop_hits_the_cpu_deadline_and_is_a_supervised_failure() {
     let mut config = HostConfig::new();
     config.cpu_deadline(Duration::from_millis(300));
-    failure_is_supervised(config, Crash::Spin, "cpu deadline").await;
+    failure_is_supervised(
+        config,
+        Crash::Spin,
+        "cpu deadline",
+        FailureKind::CpuDeadline,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,8 +169,26 @@ async fn deep_recursion_overflows_the_stack_and_is_a_supervised_failure() {
         HostConfig::new(),
         Crash::Recurse(10_000_000),
         "out of bounds",
+        FailureKind::Trap,
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_stack_exhaustion_is_a_stack_overflow() {
+    // The attacker recurses with small frames: the native stack runs out, not the shadow one.
+    let system = system_with(&["attacker"]);
+    let mut decisions = system.subscribe_supervision();
+    system
+        .spawn("deep", "attacker", b"recurse /system/none 100000000")
+        .unwrap();
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(
+        decision.kind,
+        FailureKind::StackOverflow,
+        "{}",
+        decision.error
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

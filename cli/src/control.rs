@@ -15,8 +15,9 @@ use std::time::Duration;
 use anyhow::{Context, anyhow, bail};
 use mote_host::{ActorSystem, UpgradeOptions};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
 
 /// The default socket path, in the current directory.
 pub(crate) const DEFAULT_SOCKET: &str = "mote.sock";
@@ -119,6 +120,11 @@ pub(crate) struct Response {
     pub(crate) deployed: Option<bool>,
 }
 
+/// The longest request line the host reads (a 1 MiB body is 2 MiB of hex).
+pub(crate) const MAX_LINE_BYTES: usize = 4 << 20;
+/// Control connections served at once; one more is answered with an error and closed.
+pub(crate) const MAX_CONNECTIONS: usize = 64;
+
 /// Serves the control socket at `path` until the task is dropped; removes a stale socket first.
 pub(crate) async fn serve(system: Arc<ActorSystem>, path: PathBuf) -> anyhow::Result<()> {
     if path.exists() {
@@ -131,22 +137,58 @@ pub(crate) async fn serve(system: Arc<ActorSystem>, path: PathBuf) -> anyhow::Re
     let listener = UnixListener::bind(&path)
         .with_context(|| format!("cannot listen on {}", path.display()))?;
     tracing::info!(socket = %path.display(), "control socket ready");
+    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (mut stream, _) = listener.accept().await?;
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tokio::spawn(async move {
+                let refusal = error_line(format!(
+                    "too many control connections (at most {MAX_CONNECTIONS})"
+                ));
+                let _ = stream.write_all(refusal.as_bytes()).await;
+            });
+            continue;
+        };
         let system = system.clone();
         tokio::spawn(async move {
             if let Err(e) = connection(&system, stream).await {
                 tracing::warn!("control connection: {e:#}");
             }
+            drop(place);
         });
     }
 }
 
+/// A response line carrying only `error`.
+fn error_line(error: String) -> String {
+    let response = Response {
+        error: Some(error),
+        ..Response::default()
+    };
+    let mut text = serde_json::to_string(&response).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<()> {
     let (read, mut write) = stream.into_split();
-    let mut lines = BufReader::new(read).lines();
-    while let Some(line) = lines.next_line().await? {
-        let response = match serde_json::from_str::<Request>(&line) {
+    let mut reader = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        if (&mut reader).take(limit).read_until(b'\n', &mut line).await? == 0 {
+            return Ok(());
+        }
+        if line.last() != Some(&b'\n') && line.len() > MAX_LINE_BYTES {
+            // The rest of the line is never read: answer and close.
+            let refusal = error_line(format!(
+                "request line longer than {MAX_LINE_BYTES} bytes; connection closed"
+            ));
+            write.write_all(refusal.as_bytes()).await?;
+            return Ok(());
+        }
+        let response = match serde_json::from_slice::<Request>(&line) {
             Ok(request) => handle(system, request).await.unwrap_or_else(|e| Response {
                 error: Some(format!("{e:#}")),
                 ..Response::default()
@@ -160,7 +202,6 @@ async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<
         text.push('\n');
         write.write_all(text.as_bytes()).await?;
     }
-    Ok(())
 }
 
 async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Response> {
@@ -210,9 +251,7 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
             version,
             grants,
         } => {
-            let bytes = std::fs::read(&path)
-                .with_context(|| format!("cannot read module file {}", path.display()))?;
-            response.deployed = Some(system.deploy_granted(&name, &version, &bytes, &grants)?);
+            response.deployed = Some(system.deploy_path(&name, &version, &path, &grants)?);
         }
         Request::Upgrade {
             target,

@@ -26,9 +26,7 @@ pub(crate) async fn run(
     }
     let system = Arc::new(ActorSystem::new(config)?);
     for module in &manifest.modules {
-        let bytes = std::fs::read(&module.path)
-            .with_context(|| format!("cannot read module file {}", module.path.display()))?;
-        system.deploy_granted(&module.name, &module.version, &bytes, &module.grants)?;
+        system.deploy_path(&module.name, &module.version, &module.path, &module.grants)?;
     }
     for entity in &manifest.entities {
         let options = EntityOptions {

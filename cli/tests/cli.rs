@@ -450,3 +450,155 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
         );
     }
 }
+
+/// One request line on a fresh control connection; the response line.
+fn control(socket: &Path, line: &[u8]) -> String {
+    use std::io::{BufRead, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    stream.write_all(line).unwrap();
+    let mut reader = std::io::BufReader::new(stream);
+    let mut response = String::new();
+    reader.read_line(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn the_control_socket_bounds_what_it_reads_and_answers_bad_input_with_errors() {
+    use std::io::{BufRead, Read, Write};
+    let dir = scratch("bounds");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "counter.toml",
+        &format!(
+            "[[module]]\nname = \"counter\"\npath = {:?}\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"counter\"\n",
+            example("counter")
+        ),
+    );
+    let _host = run_host(&dir, &manifest, socket.to_str().unwrap(), 30);
+
+    // Module paths that are not a regular file, or too large, are refused before reading.
+    let deploy = |path: &Path| {
+        let request = format!(
+            "{{\"op\":\"deploy\",\"path\":{:?},\"name\":\"m\",\"version\":\"1\"}}\n",
+            path.to_str().unwrap()
+        );
+        control(&socket, request.as_bytes())
+    };
+    let answer = deploy(Path::new("/dev/zero"));
+    assert!(answer.contains("not a regular file"), "{answer}");
+    let sparse = dir.join("huge.wasm");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(100 << 20)
+        .unwrap();
+    let answer = deploy(&sparse);
+    assert!(answer.contains("more than the limit"), "{answer}");
+
+    // A body past the message limit is refused; so is a line past the line limit, and that
+    // connection is closed.
+    let body = "00".repeat((1 << 20) + 1);
+    let answer = control(
+        &socket,
+        format!("{{\"op\":\"send\",\"to\":\"/user/c\",\"kind\":\"K\",\"body\":\"{body}\"}}\n")
+            .as_bytes(),
+    );
+    assert!(answer.contains("exceeds the limit"), "{answer}");
+    let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let endless = vec![b'x'; 5 << 20];
+    let _ = stream.write_all(&endless);
+    let mut answer = String::new();
+    std::io::BufReader::new(&stream).read_line(&mut answer).unwrap();
+    assert!(answer.contains("longer than"), "{answer}");
+    let mut rest = Vec::new();
+    let _ = (&stream).read_to_end(&mut rest);
+    drop(stream);
+
+    // 800 lines of random bytes and broken JSON on one connection: one error line each.
+    let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..800 {
+        let mut line: Vec<u8> = (0..(i % 97 + 1))
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed as u8).max(1)
+            })
+            .filter(|b| *b != b'\n')
+            .collect();
+        if i % 2 == 0 {
+            line = format!("{{\"op\":\"send\",\"to\":{i}").into_bytes();
+        }
+        line.push(b'\n');
+        stream.write_all(&line).unwrap();
+        let mut answer = String::new();
+        reader.read_line(&mut answer).unwrap();
+        assert!(answer.contains("\"ok\":false"), "line {i}: {answer}");
+    }
+    drop((stream, reader));
+
+    // Connections past the limit are refused with a line; closing one frees a place.
+    let held: Vec<_> = (0..64)
+        .map(|_| {
+            let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            (&stream).write_all(b"{\"op\":\"tree\"}\n").unwrap();
+            let mut answer = String::new();
+            reader.read_line(&mut answer).unwrap();
+            assert!(answer.contains("\"ok\":true"), "{answer}");
+            stream
+        })
+        .collect();
+    let answer = control(&socket, b"{\"op\":\"tree\"}\n");
+    assert!(answer.contains("too many control connections"), "{answer}");
+    drop(held);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let answer = control(&socket, b"{\"op\":\"tree\"}\n");
+        if answer.contains("/user/c") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_control_socket_and_a_sibling_answer_promptly_while_an_actor_attacks() {
+    let dir = scratch("responsive");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "attack.toml",
+        &format!(
+            "[[module]]\nname = \"counter\"\npath = {:?}\n\n[[module]]\nname = \"attacker\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/c\"\nmodule = \"counter\"\ninit = \"3\"\n\n\
+             [[actor]]\npath = \"/user/attacker\"\nmodule = \"attacker\"\ninit = \"log /user/c 20000000\"\n",
+            example("counter"),
+            example("attacker")
+        ),
+    );
+    let _host = run_host(&dir, &manifest, socket.to_str().unwrap(), 30);
+    // Counter::Get is postcard [1]; the reply Value(3) is [2, 3].
+    let ask = b"{\"op\":\"ask\",\"to\":\"/user/c\",\"kind\":\"Counter\",\"body\":\"01\",\"timeout_ms\":5000}\n";
+    let mut latencies = Vec::new();
+    for _ in 0..100 {
+        let asked = std::time::Instant::now();
+        let answer = control(&socket, ask);
+        latencies.push(asked.elapsed());
+        assert!(answer.contains("\"body\":\"0203\""), "{answer}");
+    }
+    let tree = control(&socket, b"{\"op\":\"tree\"}\n");
+    assert!(
+        tree.contains("/user/attacker") && tree.contains("\"log\""),
+        "the attack is still running and its lines are being dropped: {tree}"
+    );
+    latencies.sort();
+    let p99 = latencies[98];
+    assert!(
+        p99 < std::time::Duration::from_millis(100),
+        "control + sibling ask p99 {p99:?}"
+    );
+}

@@ -6,6 +6,7 @@ use crate::context::Context;
 use crate::dead_letter::DeadLetter;
 use crate::error::{Error, Result};
 use crate::message::{Envelope, Message};
+use crate::supervision::Failure;
 
 /// An actor: state created by `start`, then one `receive` per message of its kind.
 ///
@@ -27,10 +28,16 @@ pub trait Actor: Sized + 'static {
     /// Handles one message of kind `Self::Msg`; an error is a failure of this actor.
     fn receive(&mut self, ctx: &mut Context, msg: Self::Msg) -> Result<()>;
 
-    /// Decides what happens to `child`, which failed with `error`; `None` (the default) defers
-    /// to the [`Strategy`](crate::Strategy) set with [`Context::set_strategy`].
-    fn supervise(&mut self, ctx: &mut Context, child: &Address, error: &str) -> Option<Directive> {
-        let _ = (ctx, child, error);
+    /// Decides what happens to `child`, which failed (how, and in words: `failure`); `None`
+    /// (the default) defers to the [`Strategy`](crate::Strategy) set with
+    /// [`Context::set_strategy`].
+    fn supervise(
+        &mut self,
+        ctx: &mut Context,
+        child: &Address,
+        failure: &Failure,
+    ) -> Option<Directive> {
+        let _ = (ctx, child, failure);
         None
     }
 
@@ -138,9 +145,11 @@ macro_rules! export_actor {
             impl $crate::bindings::exports::mote::actor::supervisor::Guest for MoteActorExport {
                 fn supervise(
                     child: $crate::Address,
+                    kind: $crate::FailureKind,
                     error: ::std::string::String,
                 ) -> ::core::option::Option<$crate::Directive> {
-                    $crate::__private::supervise::<$ty>(&MOTE_ACTOR_STATE, &child, &error)
+                    let failure = $crate::Failure { kind, error };
+                    $crate::__private::supervise::<$ty>(&MOTE_ACTOR_STATE, &child, &failure)
                 }
             }
 

@@ -10,6 +10,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::message::{Envelope, Message, decode};
 use crate::routing::{Route, route};
+use crate::supervision::Failure;
 
 /// A started actor and the runtime's bookkeeping around it.
 ///
@@ -99,9 +100,9 @@ impl<A: Actor> Instance<A> {
 
     /// Runs [`Actor::supervise`], applying its behaviour changes (an unstash waits for the next
     /// message).
-    pub fn supervise(&mut self, child: &Address, error: &str) -> Option<Directive> {
+    pub fn supervise(&mut self, child: &Address, failure: &Failure) -> Option<Directive> {
         let mut ctx = Context::new(None);
-        let directive = self.actor.supervise(&mut ctx, child, error);
+        let directive = self.actor.supervise(&mut ctx, child, failure);
         if let Err(e) = self.apply(ctx.take_requests(), None) {
             ctx.error(&format!("supervise: {e}"));
         }

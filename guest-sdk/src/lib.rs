@@ -322,7 +322,8 @@ pub use actor::Actor;
 pub use behavior::Behavior;
 pub use bindings::mote::actor::persistence::PersistError;
 pub use bindings::mote::actor::types::{
-    Address, Directive, LogLevel, Scope, SendError, SpawnError, SpawnOptions, StopReason, Strategy,
+    Address, Directive, FailureKind, LogLevel, Scope, SendError, SpawnError, SpawnOptions,
+    StopReason, Strategy,
 };
 pub use context::Context;
 pub use dead_letter::DeadLetter;
@@ -334,6 +335,7 @@ pub use messaging::DEAD_LETTERS_TOPIC;
 pub use persistence::{Events, Recovery};
 /// The serde version message types must derive against.
 pub use serde;
+pub use supervision::Failure;
 pub use upgrade::{from_state, state};
 
 /// Items used by the macros' expansions; not part of the public API.

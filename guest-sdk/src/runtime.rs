@@ -11,6 +11,7 @@ use crate::bindings::mote::actor::types::{
 };
 use crate::instance::Instance;
 use crate::message::Envelope;
+use crate::supervision::Failure;
 
 /// Where `export_actor!` keeps the actor: `None` before `start` and after `stopping`.
 pub type State<A> = LocalKey<RefCell<Option<Instance<A>>>>;
@@ -71,11 +72,11 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
 pub fn supervise<A: Actor>(
     state: &'static State<A>,
     child: &Address,
-    error: &str,
+    failure: &Failure,
 ) -> Option<Directive> {
     state.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
-        slot.as_mut()?.supervise(child, error)
+        slot.as_mut()?.supervise(child, failure)
     })
 }
 

@@ -8,7 +8,9 @@
 //! [`Actor::terminated`](crate::Actor::terminated).
 
 use crate::bindings::mote::actor::supervision;
-use crate::bindings::mote::actor::types::{Address, Directive, Scope, SpawnOptions, Strategy};
+use crate::bindings::mote::actor::types::{
+    Address, Directive, FailureKind, Scope, SpawnOptions, Strategy,
+};
 use crate::context::Context;
 use crate::error::{Error, Result};
 
@@ -61,6 +63,31 @@ impl Strategy {
             backoff_min_ms: min_ms,
             backoff_max_ms: max_ms,
             ..self
+        }
+    }
+}
+
+/// How a child failed, as its parent's [`Actor::supervise`](crate::Actor::supervise) sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// How: a trap, an error, the memory limit, the CPU deadline, the stack...
+    pub kind: FailureKind,
+    /// In words.
+    pub error: String,
+}
+
+impl FailureKind {
+    /// The kind's name in the WIT (`memory-limit`), as the host's logs print it too.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Trap => "trap",
+            FailureKind::Error => "error",
+            FailureKind::MemoryLimit => "memory-limit",
+            FailureKind::CpuDeadline => "cpu-deadline",
+            FailureKind::StackOverflow => "stack-overflow",
+            FailureKind::Instantiation => "instantiation",
+            FailureKind::Commit => "commit",
+            FailureKind::Escalated => "escalated",
         }
     }
 }

@@ -31,6 +31,7 @@ pub struct HostConfig {
     pub(crate) module_cache: Option<PathBuf>,
     pub(crate) quotas: Quotas,
     pub(crate) legacy_owners: Vec<String>,
+    pub(crate) max_module_bytes: u64,
 }
 
 impl Default for HostConfig {
@@ -57,6 +58,7 @@ impl Default for HostConfig {
             module_cache: None,
             quotas: Quotas::default(),
             legacy_owners: Vec::new(),
+            max_module_bytes: 64 << 20,
         }
     }
 }
@@ -201,6 +203,14 @@ impl HostConfig {
     /// actor of a module listed here.
     pub fn legacy_owner(&mut self, module: impl Into<String>) -> &mut Self {
         self.legacy_owners.push(module.into());
+        self
+    }
+
+    /// The largest module file the host reads (default 64 MiB; the Python example is about
+    /// 20 MB). A larger file, or a path that is not a regular file, is refused before it is
+    /// read.
+    pub fn max_module_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_module_bytes = bytes;
         self
     }
 

@@ -119,6 +119,22 @@ pub enum ModuleError {
         /// Why.
         source: std::io::Error,
     },
+    /// The path is not a regular file (a directory, a device, a pipe...).
+    #[error("module file {path} is not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file is larger than the host reads.
+    #[error("module file {path} has {size} bytes, more than the limit of {limit}")]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The host's limit (`HostConfig::max_module_bytes`).
+        limit: u64,
+    },
     /// The bytes are not WebAssembly at all.
     #[error("module {name:?} is not a WebAssembly file (no `\\0asm` header)")]
     NotWasm {

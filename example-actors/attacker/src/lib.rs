@@ -20,6 +20,7 @@
 //! - `stop`: stops `/user/victim`, which is not its descendant;
 //! - `after-stop`: stops itself, then schedules, subscribes, spawns and asks in the same call;
 //! - `trap-stopping`: its `stopping` hook traps;
+//! - `recurse`: recurses <arg> deep with small frames (a native stack overflow);
 //! - `reminders`: recovers, then reminders until refused (at most <arg>).
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
@@ -189,6 +190,7 @@ fn attack(name: &str, arg: u64) -> Tally {
             tally.record(messaging::ask(&me, "Q", &[], 60_000));
         }
         "trap-stopping" => tally.accepted += 1,
+        "recurse" => tally.accepted = depth(arg),
         "reminders" => {
             tally.record(persistence::recover());
             for _ in 0..arg {
@@ -203,6 +205,16 @@ fn attack(name: &str, arg: u64) -> Tally {
         }
     }
     tally
+}
+
+/// Recurses `n` deep with a small frame: native stack, no shadow stack.
+#[inline(never)]
+fn depth(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        1 + depth(core::hint::black_box(n - 1))
+    }
 }
 
 impl Actor for Attacker {

@@ -7,7 +7,8 @@
 //! `all` all-for-one; `by-error` uses `restart` as the strategy's directive; backoff 0 ms unless
 //! given), spawns `c0`..`c{n-1}` from `<child-module>` with init `<R>` and watches each.
 //!
-//! - `supervise`: in `by-error` mode the child's error text picks the directive, the first of
+//! - `supervise`: reports each failure to `R` as `kind:<failure kind>` = 0, `from` the child's
+//!   path; in `by-error` mode the child's error text picks the directive, the first of
 //!   `resume`, `restart`, `stop`, `escalate` it contains (none: defer to the strategy); in the
 //!   other modes it always defers.
 //! - A watched child's end is reported to `R` as `terminated` = its incarnation, `from` its path.
@@ -16,7 +17,9 @@
 //!   `Relay::Collect` is ignored.
 
 use mote_example_protocol::{Crash, Relay, Report, init_arg, init_opt, init_words};
-use mote_guest::{Actor, Address, Context, Directive, Envelope, Error, Result, Scope, Strategy};
+use mote_guest::{
+    Actor, Address, Context, Directive, Envelope, Error, Failure, Result, Scope, Strategy,
+};
 
 /// How `supervise` answers.
 #[derive(Clone, Copy, PartialEq)]
@@ -152,10 +155,20 @@ impl Actor for Supervisor {
         self.report_as(ctx, child.path, "echo", u64::from(n))
     }
 
-    fn supervise(&mut self, ctx: &mut Context, child: &Address, error: &str) -> Option<Directive> {
+    fn supervise(
+        &mut self,
+        ctx: &mut Context,
+        child: &Address,
+        failure: &Failure,
+    ) -> Option<Directive> {
+        let kind = format!("kind:{}", failure.kind.name());
+        if let Err(e) = self.report_as(ctx, child.path.clone(), &kind, 0) {
+            ctx.warn(&format!("cannot report the failure: {e}"));
+        }
         if self.mode != Mode::ByError {
             return None;
         }
+        let error = &failure.error;
         let directive = directive_in(error);
         ctx.info(&format!(
             "supervisor: {} failed with `{error}`: {directive:?}",

@@ -11,31 +11,63 @@ use std::sync::Arc;
 use wasmtime::component::TypedFunc;
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::actor::supervisor::Directive;
+use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::ActorState;
 use crate::deploy::modules::Module;
 use crate::message::{Envelope, StopReason};
 use crate::sandbox::bindings::{
-    ActorWorld, WitAddress, WitDirective, WitMessage, from_wit_directive, to_wit_address,
-    to_wit_stop_reason,
+    ActorWorld, WitAddress, WitDirective, WitFailureKind, WitMessage, from_wit_directive,
+    to_wit_address, to_wit_failure_kind, to_wit_stop_reason,
 };
-use crate::sandbox::meter::{Metered, Usage};
+use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
 
 /// A failure of a guest call.
 #[derive(Debug)]
-pub(crate) enum Failure {
-    /// The guest trapped (or hit a limit); its instance can no longer be entered.
-    Trap(String),
-    /// The guest returned an error; the instance is still usable.
-    Error(String),
+pub(crate) struct Failure {
+    /// How: a trap (or a limit) leaves the instance unusable, an error does not.
+    pub(crate) kind: FailureKind,
+    pub(crate) message: String,
+}
+
+impl Failure {
+    /// A failure of `kind`.
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A hook's error: the instance is still usable.
+    pub(crate) fn error(message: impl Into<String>) -> Self {
+        Failure::new(FailureKind::Error, message)
+    }
+
+    /// A trap, classified by its cause: the memory limit, the CPU deadline, the stack, or
+    /// another trap.
+    fn of_trap(trap: &wasmtime::Error, memory_hit: Option<usize>, during: &str) -> Self {
+        let root = trap.root_cause();
+        let (kind, message) = if let Some(limit) = memory_hit {
+            let text = format!("memory limit of {limit} bytes exceeded ({root})");
+            (FailureKind::MemoryLimit, text)
+        } else if trap.chain().any(|e| e.is::<CpuDeadlineExceeded>()) {
+            (FailureKind::CpuDeadline, root.to_string())
+        } else if trap.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::StackOverflow) {
+            (FailureKind::StackOverflow, root.to_string())
+        } else {
+            (FailureKind::Trap, root.to_string())
+        };
+        Failure::new(kind, format!("{during}{message}"))
+    }
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Trap(e) => write!(f, "trap: {e}"),
-            Failure::Error(e) => write!(f, "error: {e}"),
+        if self.kind.is_trap() {
+            write!(f, "trap: {}", self.message)
+        } else {
+            write!(f, "error: {}", self.message)
         }
     }
 }
@@ -46,7 +78,7 @@ pub(crate) struct Stillborn {
     pub(crate) state: Box<ActorState>,
 }
 
-type SuperviseFunc = TypedFunc<(WitAddress, String), (Option<WitDirective>,)>;
+type SuperviseFunc = TypedFunc<(WitAddress, WitFailureKind, String), (Option<WitDirective>,)>;
 type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
 type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
 
@@ -81,7 +113,7 @@ impl ActorInstance {
             store.set_epoch_deadline(slice_ticks);
         }
         let failed = |store: Store<ActorState>, what: &str, e: wasmtime::Error| Stillborn {
-            failure: Failure::Trap(format!("{what}: {e:#}")),
+            failure: Failure::new(FailureKind::Instantiation, format!("{what}: {e:#}")),
             state: Box::new(store.into_data()),
         };
         let instance = match module
@@ -208,18 +240,24 @@ impl ActorInstance {
     pub(crate) async fn supervise(
         &mut self,
         child: &Address,
+        kind: FailureKind,
         error: &str,
     ) -> Result<Option<Directive>, Failure> {
         let Some(func) = self.supervise else {
             return Ok(None);
         };
         self.begin_call();
-        let args = (to_wit_address(child.clone()), error.to_owned());
+        let args = (
+            to_wit_address(child.clone()),
+            to_wit_failure_kind(kind),
+            error.to_owned(),
+        );
         match Metered::new(func.call_async(&mut self.store, args), &self.usage).await {
             Ok((directive,)) => Ok(directive.map(from_wit_directive)),
             Err(trap) => {
                 self.poisoned = true;
-                Err(Failure::Trap(format!("supervise: {}", trap.root_cause())))
+                let memory = self.store.data().core.meter.memory_hit();
+                Err(Failure::of_trap(&trap, memory, "supervise: "))
             }
         }
     }
@@ -239,7 +277,8 @@ impl ActorInstance {
             Ok((state,)) => Ok(state),
             Err(trap) => {
                 self.poisoned = true;
-                Err(Failure::Trap(format!("save-state: {}", trap.root_cause())))
+                let memory = self.store.data().core.meter.memory_hit();
+                Err(Failure::of_trap(&trap, memory, "save-state: "))
             }
         }
     }
@@ -247,7 +286,7 @@ impl ActorInstance {
     /// Hands the state of an old version to this (new) instance, instead of `start`.
     pub(crate) async fn migrate(&mut self, from: &str, state: Vec<u8>) -> Result<(), Failure> {
         let Some((_, migrate)) = self.upgrade else {
-            return Err(Failure::Error("the new version has no migrate hook".into()));
+            return Err(Failure::error("the new version has no migrate hook"));
         };
         self.begin_call();
         let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
@@ -258,19 +297,13 @@ impl ActorInstance {
     fn flatten(&mut self, result: wasmtime::Result<Result<(), String>>) -> Result<(), Failure> {
         match result {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Failure::Error(e)),
+            Ok(Err(e)) => Err(Failure::error(e)),
             Err(trap) => {
                 self.poisoned = true;
                 // The root cause names the trap; the wasm backtrace above it goes to the debug log.
                 tracing::debug!("guest trap: {trap:?}");
-                let text = match self.store.data().core.meter.memory_hit() {
-                    Some(limit) => format!(
-                        "memory limit of {limit} bytes exceeded ({})",
-                        trap.root_cause()
-                    ),
-                    None => trap.root_cause().to_string(),
-                };
-                Err(Failure::Trap(text))
+                let memory = self.store.data().core.meter.memory_hit();
+                Err(Failure::of_trap(&trap, memory, ""))
             }
         }
     }

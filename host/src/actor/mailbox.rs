@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use super::supervisor::Directive;
+use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
 use crate::quota::Refusals;
@@ -38,7 +38,11 @@ pub(crate) enum SystemMsg {
     /// A child finished stopping.
     ChildTerminated(Address),
     /// A child failed and waits for its parent's directive.
-    Failed { child: Address, error: String },
+    Failed {
+        child: Address,
+        kind: FailureKind,
+        error: String,
+    },
     /// The parent's decision about this actor (resume, restart after `delay`, or stop).
     Directive {
         directive: Directive,

@@ -7,6 +7,55 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
+/// How an actor failed: what its supervisor (and `subscribe_supervision`) is told beside the
+/// text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The guest trapped (a panic, `unreachable`, a bad memory access...).
+    Trap,
+    /// A hook returned an error.
+    Error,
+    /// It grew its linear memory past its limit.
+    MemoryLimit,
+    /// One call ran past its CPU deadline.
+    CpuDeadline,
+    /// It recursed past the stack limit.
+    StackOverflow,
+    /// Its module could not be instantiated.
+    Instantiation,
+    /// Its step could not be committed to the database.
+    Commit,
+    /// It escalated the failure of one of its children.
+    Escalated,
+}
+
+impl FailureKind {
+    /// Whether the instance can no longer be entered (it must be restarted, not resumed).
+    pub fn is_trap(self) -> bool {
+        !matches!(self, FailureKind::Error | FailureKind::Escalated)
+    }
+
+    /// The name used in logs and the WIT (`memory-limit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Trap => "trap",
+            FailureKind::Error => "error",
+            FailureKind::MemoryLimit => "memory-limit",
+            FailureKind::CpuDeadline => "cpu-deadline",
+            FailureKind::StackOverflow => "stack-overflow",
+            FailureKind::Instantiation => "instantiation",
+            FailureKind::Commit => "commit",
+            FailureKind::Escalated => "escalated",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a supervisor decides about a failed child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Directive {

@@ -132,12 +132,37 @@ impl Modules {
         self.by_name.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reads a module file.
-    pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, ModuleError> {
-        std::fs::read(path).map_err(|source| ModuleError::Read {
+    /// Reads a module file: a regular file of at most `limit` bytes, both checked before
+    /// anything is read (and the read stops past `limit`, should the file grow meanwhile).
+    pub(crate) fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, ModuleError> {
+        use std::io::Read;
+        let failed = |source| ModuleError::Read {
             path: path.to_owned(),
             source,
-        })
+        };
+        let file = std::fs::File::open(path).map_err(failed)?;
+        let meta = file.metadata().map_err(failed)?;
+        if !meta.is_file() {
+            return Err(ModuleError::NotAFile {
+                path: path.to_owned(),
+            });
+        }
+        let too_large = |size| ModuleError::FileTooLarge {
+            path: path.to_owned(),
+            size,
+            limit,
+        };
+        if meta.len() > limit {
+            return Err(too_large(meta.len()));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(failed)?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok(bytes)
     }
 
     /// Deploys a module version (and records it). Returns whether it is new (false: the same
@@ -355,5 +380,47 @@ impl Modules {
     /// Compilations and cache loads so far.
     pub(crate) fn stats(&self) -> ModuleStats {
         self.cache.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Scratch;
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_read() {
+        let scratch = Scratch::new("modules");
+        let small = scratch.0.join("small.wasm");
+        std::fs::write(&small, b"\0asm-ish").unwrap();
+        assert_eq!(Modules::read_file(&small, 100).unwrap(), b"\0asm-ish");
+        assert!(matches!(
+            Modules::read_file(&small, 4),
+            Err(ModuleError::FileTooLarge { size: 8, limit: 4, .. })
+        ));
+        // A sparse file of 1 TiB: refused by its size, nothing read.
+        let huge = scratch.0.join("huge.wasm");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
+        assert!(matches!(
+            Modules::read_file(&huge, 64 << 20),
+            Err(ModuleError::FileTooLarge { .. })
+        ));
+        for not_a_file in [Path::new("/dev/zero"), scratch.0.as_path()] {
+            assert!(
+                matches!(
+                    Modules::read_file(not_a_file, 64 << 20),
+                    Err(ModuleError::NotAFile { .. })
+                ),
+                "{}",
+                not_a_file.display()
+            );
+        }
+        assert!(matches!(
+            Modules::read_file(&scratch.0.join("missing.wasm"), 100),
+            Err(ModuleError::Read { .. })
+        ));
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
 use crate::actor::mailbox::ActorRef;
-use crate::actor::supervisor::{Directive, Strategy, Supervisor};
+use crate::actor::supervisor::{Directive, FailureKind, Strategy, Supervisor};
 use crate::address::{ActorPath, Address};
 
 /// A supervision decision, published for observers (operators, tests).
@@ -22,6 +22,8 @@ use crate::address::{ActorPath, Address};
 pub struct SupervisionEvent {
     /// The actor that failed.
     pub child: Address,
+    /// How it failed.
+    pub kind: FailureKind,
     /// Why it failed, as its supervisor saw it.
     pub error: String,
     /// What its supervisor (or the `/user` guardian) decided.
@@ -101,7 +103,12 @@ impl Guardian {
     }
 
     /// Decides about a failed top-level actor: never escalate.
-    pub(crate) fn decide(&self, child: &Address, error: &str) -> (Directive, Duration) {
+    pub(crate) fn decide(
+        &self,
+        child: &Address,
+        kind: FailureKind,
+        error: &str,
+    ) -> (Directive, Duration) {
         let key = child.path.as_str();
         let now = Instant::now();
         let decision = match self
@@ -124,15 +131,22 @@ impl Guardian {
             }
             other => other,
         };
-        self.publish(child, error, directive);
+        self.publish(child, kind, error, directive);
         (directive, decision.delay)
     }
 
     /// Publishes a supervision decision to subscribers.
-    pub(crate) fn publish(&self, child: &Address, error: &str, directive: Directive) {
+    pub(crate) fn publish(
+        &self,
+        child: &Address,
+        kind: FailureKind,
+        error: &str,
+        directive: Directive,
+    ) {
         if self.events.receiver_count() > 0 {
             let _ = self.events.send(SupervisionEvent {
                 child: child.clone(),
+                kind,
                 error: error.to_owned(),
                 directive,
             });
@@ -162,8 +176,14 @@ mod tests {
         });
         let child = actor("/user/a", 1).address;
         let mut events = guardian.subscribe();
-        assert_eq!(guardian.decide(&child, "boom").0, Directive::Restart);
-        assert_eq!(guardian.decide(&child, "boom").0, Directive::Stop);
+        assert_eq!(
+            guardian.decide(&child, FailureKind::Error, "boom").0,
+            Directive::Restart
+        );
+        assert_eq!(
+            guardian.decide(&child, FailureKind::Error, "boom").0,
+            Directive::Stop
+        );
         assert_eq!(events.try_recv().unwrap().directive, Directive::Restart);
         assert_eq!(events.try_recv().unwrap().directive, Directive::Stop);
     }
@@ -180,8 +200,14 @@ mod tests {
         );
         let a = actor("/user/a", 1).address;
         let b = actor("/user/b", 2).address;
-        assert_eq!(guardian.decide(&a, "x").0, Directive::Resume);
-        assert_eq!(guardian.decide(&b, "x").0, Directive::Restart);
+        assert_eq!(
+            guardian.decide(&a, FailureKind::Error, "x").0,
+            Directive::Resume
+        );
+        assert_eq!(
+            guardian.decide(&b, FailureKind::Error, "x").0,
+            Directive::Restart
+        );
     }
 
     #[test]

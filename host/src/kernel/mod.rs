@@ -28,6 +28,7 @@ use self::guardian::Guardian;
 use self::registry::Registry;
 use self::spawn::SpawnRequest;
 use crate::actor::mailbox::{self, ActorRef, Capacity, Labels, Mailbox, SystemMsg, UserMsg};
+use crate::actor::supervisor::FailureKind;
 use crate::address::{ActorPath, Address};
 use crate::config::HostConfig;
 use crate::error::{AddressError, SpawnError};
@@ -250,9 +251,15 @@ impl Kernel {
     }
 
     /// A failed actor asks for a directive: from its parent, or from the guardian at the top.
-    pub(crate) fn report_failure(&self, me: &ActorRef, parent: Option<&Address>, error: String) {
+    pub(crate) fn report_failure(
+        &self,
+        me: &ActorRef,
+        parent: Option<&Address>,
+        kind: FailureKind,
+        error: String,
+    ) {
         let Some(parent) = parent else {
-            let (directive, delay) = self.guardian.decide(&me.address, &error);
+            let (directive, delay) = self.guardian.decide(&me.address, kind, &error);
             me.signal(SystemMsg::Directive {
                 directive,
                 delay,
@@ -265,6 +272,7 @@ impl Kernel {
                 p.address.incarnation == parent.incarnation
                     && p.signal(SystemMsg::Failed {
                         child: me.address.clone(),
+                        kind,
                         error: error.clone(),
                     })
             })

@@ -1,7 +1,7 @@
 //! Host-side bindings of the `mote:actor` world, generated from `wit/` at compile time, and the
 //! conversions between the host's types and the WIT ones.
 
-use crate::actor::supervisor::Directive;
+use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::StopReason;
 use crate::quota::Quota;
@@ -13,9 +13,10 @@ wasmtime::component::bindgen!({
 });
 
 pub use mote::actor::types::{
-    Address as WitAddress, Directive as WitDirective, LogLevel, Message as WitMessage,
-    Quota as WitQuota, Scope as WitScope, SendError as WitSendError, SpawnError as WitSpawnError,
-    SpawnOptions as WitSpawnOptions, StopReason as WitStopReason, Strategy as WitStrategy,
+    Address as WitAddress, Directive as WitDirective, FailureKind as WitFailureKind, LogLevel,
+    Message as WitMessage, Quota as WitQuota, Scope as WitScope, SendError as WitSendError,
+    SpawnError as WitSpawnError, SpawnOptions as WitSpawnOptions, StopReason as WitStopReason,
+    Strategy as WitStrategy,
 };
 
 impl From<Quota> for WitQuota {
@@ -49,6 +50,20 @@ pub(crate) fn to_wit_address(address: Address) -> WitAddress {
     WitAddress {
         path: address.path.as_str().to_owned(),
         incarnation: address.incarnation,
+    }
+}
+
+/// A failure kind as the guest sees it.
+pub(crate) fn to_wit_failure_kind(kind: FailureKind) -> WitFailureKind {
+    match kind {
+        FailureKind::Trap => WitFailureKind::Trap,
+        FailureKind::Error => WitFailureKind::Error,
+        FailureKind::MemoryLimit => WitFailureKind::MemoryLimit,
+        FailureKind::CpuDeadline => WitFailureKind::CpuDeadline,
+        FailureKind::StackOverflow => WitFailureKind::StackOverflow,
+        FailureKind::Instantiation => WitFailureKind::Instantiation,
+        FailureKind::Commit => WitFailureKind::Commit,
+        FailureKind::Escalated => WitFailureKind::Escalated,
     }
 }
 

@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
+/// A call ran past its CPU deadline (the error the epoch callback ends the call with).
+#[derive(Debug, thiserror::Error)]
+#[error("cpu deadline exceeded: one call ran longer than {0:?}")]
+pub(crate) struct CpuDeadlineExceeded(pub(crate) std::time::Duration);
+
 /// The limits one call of a guest runs under, and what it has used of them.
 pub(crate) struct Meter {
     memory_limit: usize,
@@ -62,10 +67,7 @@ impl Meter {
             .slice
             .saturating_mul(u32::try_from(self.slices_used).unwrap_or(u32::MAX));
         if used > self.cpu_deadline {
-            wasmtime::bail!(
-                "cpu deadline exceeded: one call ran longer than {:?}",
-                self.cpu_deadline
-            );
+            return Err(wasmtime::Error::new(CpuDeadlineExceeded(self.cpu_deadline)));
         }
         Ok(())
     }

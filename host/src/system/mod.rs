@@ -122,8 +122,22 @@ impl ActorSystem {
         version: &str,
         path: impl AsRef<Path>,
     ) -> Result<(), ModuleError> {
-        let bytes = Modules::read_file(path.as_ref())?;
-        self.deploy_version(name, version, &bytes).map(drop)
+        self.deploy_path(name, version, path.as_ref(), &[])
+            .map(drop)
+    }
+
+    /// Deploys a version of a module from a `.wasm` file, with grants (see
+    /// [`ActorSystem::deploy_granted`]). The path must be a regular file within
+    /// [`HostConfig::max_module_bytes`], checked before it is read.
+    pub fn deploy_path(
+        &self,
+        name: &str,
+        version: &str,
+        path: &Path,
+        grants: &[String],
+    ) -> Result<bool, ModuleError> {
+        let bytes = Modules::read_file(path, self.kernel.config.max_module_bytes)?;
+        self.deploy_granted(name, version, &bytes, grants)
     }
 
     /// Deploys a version of a module. The same bytes under the same name and version again

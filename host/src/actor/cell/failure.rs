@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::{Cell, Exit, Verdict};
 use crate::actor::instance::{ActorInstance, Failure};
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome};
-use crate::actor::supervisor::{Directive, Scope};
+use crate::actor::supervisor::{Directive, FailureKind, Scope};
 use crate::address::Address;
 use crate::message::StopReason;
 
@@ -32,7 +32,12 @@ impl Cell {
     }
 
     /// Applies this actor's strategy to a failed child.
-    pub(super) async fn supervise_child(&mut self, child: Address, error: String) -> Option<Exit> {
+    pub(super) async fn supervise_child(
+        &mut self,
+        child: Address,
+        kind: FailureKind,
+        error: String,
+    ) -> Option<Exit> {
         let instance = self.instance.as_mut()?;
         let name = child.path.name().to_owned();
         let failed = instance
@@ -42,7 +47,7 @@ impl Cell {
             .get(&name)
             .filter(|c| c.address.incarnation == child.incarnation)
             .cloned()?;
-        let chosen = match instance.supervise(&child, &error).await {
+        let chosen = match instance.supervise(&child, kind, &error).await {
             Ok(chosen) => chosen,
             Err(failure) => {
                 self.abandon_step(None);
@@ -59,7 +64,7 @@ impl Cell {
         tracing::info!(child = %child, directive = ?decision.directive, ?scope, %error, "supervising a failed child");
         self.kernel
             .guardian
-            .publish(&child, &error, decision.directive);
+            .publish(&child, kind, &error, decision.directive);
         let siblings: Vec<ActorRef> = match scope {
             Scope::OneForOne => Vec::new(),
             Scope::AllForOne => core
@@ -77,9 +82,10 @@ impl Cell {
         match decision.directive {
             Directive::Escalate => {
                 self.escalated.push(failed);
-                return Some(Exit::Failed(Failure::Error(format!(
-                    "escalated: child {child} failed: {error}"
-                ))));
+                return Some(Exit::Failed(Failure::new(
+                    FailureKind::Escalated,
+                    format!("escalated: child {child} failed: {error}"),
+                )));
             }
             Directive::Resume => {
                 failed.signal(directive(Directive::Resume, error));
@@ -104,9 +110,9 @@ impl Cell {
     }
 
     /// Reports the failure and waits for the decision, serving only system messages.
-    pub(super) async fn await_directive(&mut self, error: String) -> Verdict {
+    pub(super) async fn await_directive(&mut self, kind: FailureKind, error: String) -> Verdict {
         self.kernel
-            .report_failure(&self.me, self.parent.as_ref(), error);
+            .report_failure(&self.me, self.parent.as_ref(), kind, error);
         loop {
             let Some(msg) = self.mailbox.system.recv().await else {
                 return Verdict::Stop(StopReason::Normal);

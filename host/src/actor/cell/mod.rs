@@ -34,7 +34,7 @@ use super::core::ActorCore;
 use super::instance::{ActorInstance, Failure, Stillborn};
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
 use super::step;
-use super::supervisor::Directive;
+use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::capability::Origin;
 use crate::caps::{ActorState, Caps, States};
@@ -185,8 +185,9 @@ impl Cell {
                 Exit::Restart { cause, delay } => (cause, delay),
                 Exit::Failed(failure) => {
                     let error = failure.to_string();
-                    tracing::error!(%error, "actor failed; waiting for its supervisor");
-                    match self.await_directive(error.clone()).await {
+                    let kind = failure.kind;
+                    tracing::error!(%error, %kind, "actor failed; waiting for its supervisor");
+                    match self.await_directive(kind, error.clone()).await {
                         Verdict::Stop(reason) => return reason,
                         Verdict::Resume if !booting && !self.poisoned() => {
                             tracing::info!("resumed by its supervisor");
@@ -371,7 +372,9 @@ impl Cell {
                 self.child_gone(&child);
                 None
             }
-            SystemMsg::Failed { child, error } => self.supervise_child(child, error).await,
+            SystemMsg::Failed { child, kind, error } => {
+                self.supervise_child(child, kind, error).await
+            }
             SystemMsg::Directive {
                 directive,
                 cause,
@@ -520,7 +523,10 @@ async fn commit_step(
     {
         step::discard(effects);
         instance.poisoned = true;
-        return Err(Failure::Trap(crate::error::chain(error.as_ref())));
+        return Err(Failure::new(
+            FailureKind::Commit,
+            crate::error::chain(error.as_ref()),
+        ));
     }
     step::release(kernel, effects);
     Ok(())
