@@ -4,7 +4,7 @@
 //! answering, and that host memory stayed bounded.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mote_example_protocol::{Counter, Journal, JournalState};
@@ -25,6 +25,38 @@ fn rss() -> u64 {
 /// The most host memory an attack in these tests may add.
 const RSS_BOUND: u64 = 256 << 20;
 
+/// Bytes the host logged so far (at info and above), over every test of this binary.
+static LOG_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// The most the host may log for all attacks of this binary together: the floods write
+/// some 60 MB of lines; the budgets let a few kilobytes through per attacker.
+const LOG_BOUND: u64 = 4 << 20;
+
+/// Counts what the host logs instead of printing it.
+struct Counting;
+
+impl std::io::Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG_BYTES.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs the counting log subscriber, once for the binary.
+fn count_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(|| Counting)
+            .try_init();
+    });
+}
+
 /// What one attack reported.
 #[derive(Debug, Default)]
 struct Outcome {
@@ -44,6 +76,7 @@ const RESPONSIVE: Duration = Duration::from_millis(100);
 /// promptly, still counts, and that host memory stayed bounded. Returns what the attack
 /// reported and the probe its reports arrive at.
 async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::Probe) {
+    count_logs();
     let before = rss();
     system.spawn("victim", "counter", b"5").unwrap();
     let mut probe = system.probe("reports").unwrap();
@@ -80,6 +113,11 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     let mut latencies = asker.await.expect("the asks of the sibling");
     latencies.sort();
     let p99 = latencies[latencies.len() * 99 / 100];
+    eprintln!(
+        "{init}: sibling p99 {p99:?} over {} asks; log so far {} bytes",
+        latencies.len(),
+        LOG_BYTES.load(Ordering::Relaxed)
+    );
     assert!(
         p99 < RESPONSIVE,
         "the sibling answered in {p99:?} at p99 ({} asks) during `{init}`",
@@ -94,6 +132,8 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     );
     let grown = rss().saturating_sub(before);
     assert!(grown < RSS_BOUND, "host memory grew by {grown} bytes");
+    let logged = LOG_BYTES.load(Ordering::Relaxed);
+    assert!(logged < LOG_BOUND, "the host logged {logged} bytes");
     (outcome, probe)
 }
 
@@ -215,6 +255,9 @@ async fn a_thousand_malformed_messages_leave_the_receiver_as_it_was() {
     let system = system_with(&["counter"]);
     let victim = system.spawn("victim", "counter", b"5").unwrap();
     let mut letters = system.subscribe_dead_letters();
+    let mut decisions = system.subscribe_supervision();
+    // Not the init value: a restart would show.
+    tell(&system, "/user/victim", &Counter::Add(1));
     for i in 0..1000u32 {
         // `Counter` bodies are postcard: 0xff is no variant of it.
         system
@@ -222,7 +265,8 @@ async fn a_thousand_malformed_messages_leave_the_receiver_as_it_was() {
             .unwrap();
     }
     let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
-    assert_eq!(value, Counter::Value(5), "the state is untouched");
+    assert_eq!(value, Counter::Value(6), "the state is untouched");
+    assert!(decisions.try_recv().is_err(), "no failure was reported");
     let live = system
         .tree()
         .into_iter()

@@ -37,7 +37,7 @@ async fn bad_modules_are_refused_clearly_and_the_host_keeps_running() {
     assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err}");
     let text = err.to_string();
     assert!(
-        text.contains("missing export `mote:actor/actor@0.1.0`"),
+        text.contains("missing export `mote:actor/actor@0.2.0`"),
         "{text}"
     );
     assert!(text.contains("other:world/run"), "{text}");

@@ -258,3 +258,43 @@ async fn wasi_http_is_refused_unless_granted_and_works_when_granted() {
     );
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_javascript_actors_reject_malformed_bodies_without_failing() {
+    let system = system_with(&["py_orders", "js_events"]);
+    let mut letters = system.subscribe_dead_letters();
+    let mut decisions = system.subscribe_supervision();
+    let py = system.spawn("py", "py_orders", b"").unwrap();
+    let js = system.spawn("js", "js_events", b"").unwrap();
+    let order = json(r#"{"id":1,"customer":"ann","amount":5}"#);
+    system.tell("/user/py", "order", order.clone()).unwrap();
+    system.tell("/user/js", "order", order).unwrap();
+    for i in 0..100u32 {
+        for to in ["/user/py", "/user/js"] {
+            let garbage = format!("{{not json {i}").into_bytes();
+            system.tell(to, "order", garbage).unwrap();
+        }
+    }
+    let mut rejected = 0;
+    while rejected < 200 {
+        let letter = tokio::time::timeout(DEADLINE, letters.recv())
+            .await
+            .expect("a dead letter per malformed body")
+            .unwrap();
+        assert_eq!(letter.reason, mote_host::DeadLetterReason::Rejected);
+        rejected += 1;
+    }
+    let totals = system
+        .ask("/user/py", "totals", Vec::new(), DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(body(&totals), r#"{"count":1,"totals":{"ann":5}}"#);
+    let stats = system
+        .ask("/user/js", "stats", Vec::new(), DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(body(&stats), r#"{"transformed":1}"#);
+    assert_eq!(system.lookup("/user/py"), Some(py), "the same incarnation");
+    assert_eq!(system.lookup("/user/js"), Some(js), "the same incarnation");
+    assert!(decisions.try_recv().is_err(), "no failure was reported");
+}

@@ -250,7 +250,7 @@ async fn a_component_of_another_contract_version_is_refused_naming_both_versions
     let system = ActorSystem::new(HostConfig::new()).unwrap();
     let component = wat::parse_str(
         r#"(component
-            (import "mote:actor/host@0.2.0" (instance))
+            (import "mote:actor/host@0.3.0" (instance))
         )"#,
     )
     .unwrap();
@@ -261,13 +261,13 @@ async fn a_component_of_another_contract_version_is_refused_naming_both_versions
     );
     let text = err.to_string();
     assert!(
-        text.contains("mote:actor@0.2.0") && text.contains("mote:actor@0.1.0"),
+        text.contains("mote:actor@0.3.0") && text.contains("mote:actor@0.2.0"),
         "{text}"
     );
     // A patch release of the same contract is accepted as far as versions go (it then fails for
     // lack of the actor export, which is a different error).
     let patch =
-        wat::parse_str(r#"(component (import "mote:actor/host@0.1.9" (instance)))"#).unwrap();
+        wat::parse_str(r#"(component (import "mote:actor/host@0.2.9" (instance)))"#).unwrap();
     let err = system.deploy("patch", &patch).unwrap_err();
     assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err:?}");
 }

@@ -177,7 +177,12 @@ async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<
     loop {
         line.clear();
         let limit = MAX_LINE_BYTES as u64 + 1;
-        if (&mut reader).take(limit).read_until(b'\n', &mut line).await? == 0 {
+        if (&mut reader)
+            .take(limit)
+            .read_until(b'\n', &mut line)
+            .await?
+            == 0
+        {
             return Ok(());
         }
         if line.last() != Some(&b'\n') && line.len() > MAX_LINE_BYTES {

@@ -508,7 +508,9 @@ fn the_control_socket_bounds_what_it_reads_and_answers_bad_input_with_errors() {
     let endless = vec![b'x'; 5 << 20];
     let _ = stream.write_all(&endless);
     let mut answer = String::new();
-    std::io::BufReader::new(&stream).read_line(&mut answer).unwrap();
+    std::io::BufReader::new(&stream)
+        .read_line(&mut answer)
+        .unwrap();
     assert!(answer.contains("longer than"), "{answer}");
     let mut rest = Vec::new();
     let _ = (&stream).read_to_end(&mut rest);

@@ -14,12 +14,12 @@
 #define EXPORT(name) __attribute__((export_name(name)))
 
 /* mote:actor/host: log(level: log-level, message: string) */
-IMPORT("mote:actor/host@0.1.0", "log")
+IMPORT("mote:actor/host@0.2.0", "log")
 void host_log(int32_t level, const char *msg, size_t len);
 
 /* mote:actor/host: tell(to: address, kind: string, body: list<u8>) -> result<_, send-error>;
  * the result comes back through a return area (24 bytes, 8-aligned). */
-IMPORT("mote:actor/host@0.1.0", "tell")
+IMPORT("mote:actor/host@0.2.0", "tell")
 void host_tell(const char *path, size_t path_len, int64_t incarnation, const char *kind,
                size_t kind_len, const uint8_t *body, size_t body_len, void *ret);
 
@@ -72,7 +72,7 @@ static int32_t *err(const char *message) {
 
 static uint64_t total;
 
-EXPORT("mote:actor/actor@0.1.0#start")
+EXPORT("mote:actor/actor@0.2.0#start")
 int32_t *start(const uint8_t *init, size_t init_len) {
     (void)init;
     (void)init_len;
@@ -81,7 +81,7 @@ int32_t *start(const uint8_t *init, size_t init_len) {
     return ok();
 }
 
-EXPORT("mote:actor/actor@0.1.0#receive")
+EXPORT("mote:actor/actor@0.2.0#receive")
 int32_t *receive(int32_t has_sender, const char *sender_path, size_t sender_len,
                  int64_t sender_incarnation, const char *kind, size_t kind_len,
                  const uint8_t *body, size_t body_len) {
@@ -111,7 +111,7 @@ int32_t *receive(int32_t has_sender, const char *sender_path, size_t sender_len,
     return ok();
 }
 
-EXPORT("mote:actor/actor@0.1.0#stopping")
+EXPORT("mote:actor/actor@0.2.0#stopping")
 void stopping(int32_t reason, const char *text, size_t text_len) {
     (void)reason;
     (void)text;

@@ -16,9 +16,9 @@
 // An exception thrown by `start` or `receive` is returned to the host as the call's error: the
 // actor fails and its supervisor decides, as for a Rust actor. `receive` may be async (return a
 // promise): the call then ends when the promise settles.
-import { selfAddress, tell, tellPath, spawn, stop, log, reject } from 'mote:actor/host@0.1.0';
-import { restartCause } from 'mote:actor/supervision@0.1.0';
-import { publish, subscribe, ask } from 'mote:actor/messaging@0.1.0';
+import { selfAddress, tell, tellPath, spawn, stop, log, reject } from 'mote:actor/host@0.2.0';
+import { restartCause } from 'mote:actor/supervision@0.2.0';
+import { publish, subscribe, ask } from 'mote:actor/messaging@0.2.0';
 
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder();

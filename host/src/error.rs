@@ -160,7 +160,7 @@ pub enum ModuleError {
         source: BoxError,
     },
     /// The component does not implement the `mote:actor` world.
-    #[error("module {name:?} does not implement the mote:actor@0.1.0 world: {reason}")]
+    #[error("module {name:?} does not implement the mote:actor@0.2.0 world: {reason}")]
     WrongWorld {
         /// The module name.
         name: String,

@@ -10,13 +10,13 @@ use crate::caps::Caps;
 use crate::error::ModuleError;
 
 /// The `mote:actor` contract version this host provides.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
 /// The export every actor must provide.
-pub(crate) const ACTOR_EXPORT: &str = "mote:actor/actor@0.1.0";
+pub(crate) const ACTOR_EXPORT: &str = "mote:actor/actor@0.2.0";
 /// The optional export through which a parent decides about failed children.
-pub(crate) const SUPERVISOR_EXPORT: &str = "mote:actor/supervisor@0.1.0";
+pub(crate) const SUPERVISOR_EXPORT: &str = "mote:actor/supervisor@0.2.0";
 /// The optional export through which an actor carries its state across an upgrade.
-pub(crate) const UPGRADE_EXPORT: &str = "mote:actor/upgrade@0.1.0";
+pub(crate) const UPGRADE_EXPORT: &str = "mote:actor/upgrade@0.2.0";
 
 /// Checks a module name or version: 1-64 characters from `A-Z a-z 0-9 _ - .`, not starting
 /// with `.`.
@@ -165,9 +165,10 @@ mod tests {
 
     #[test]
     fn contract_versions_follow_semver() {
-        assert!(compatible("0.1.0"));
-        assert!(compatible("0.1.7"));
-        assert!(!compatible("0.2.0"));
+        assert!(compatible("0.2.0"));
+        assert!(compatible("0.2.7"));
+        assert!(!compatible("0.1.0"), "0.1 had other types");
+        assert!(!compatible("0.3.0"));
         assert!(!compatible("1.1.0"));
         assert!(!compatible("0.1"));
     }

@@ -140,7 +140,15 @@ impl Modules {
             path: path.to_owned(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(failed)?;
+        // Non-blocking, so that a FIFO is refused below instead of waiting for a writer.
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(failed)?
+        };
         let meta = file.metadata().map_err(failed)?;
         if !meta.is_file() {
             return Err(ModuleError::NotAFile {
@@ -396,7 +404,11 @@ mod tests {
         assert_eq!(Modules::read_file(&small, 100).unwrap(), b"\0asm-ish");
         assert!(matches!(
             Modules::read_file(&small, 4),
-            Err(ModuleError::FileTooLarge { size: 8, limit: 4, .. })
+            Err(ModuleError::FileTooLarge {
+                size: 8,
+                limit: 4,
+                ..
+            })
         ));
         // A sparse file of 1 TiB: refused by its size, nothing read.
         let huge = scratch.0.join("huge.wasm");
@@ -408,7 +420,11 @@ mod tests {
             Modules::read_file(&huge, 64 << 20),
             Err(ModuleError::FileTooLarge { .. })
         ));
-        for not_a_file in [Path::new("/dev/zero"), scratch.0.as_path()] {
+        let fifo = scratch.0.join("fifo.wasm");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        for not_a_file in [Path::new("/dev/zero"), scratch.0.as_path(), fifo.as_path()] {
             assert!(
                 matches!(
                     Modules::read_file(not_a_file, 64 << 20),
