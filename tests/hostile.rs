@@ -520,3 +520,34 @@ async fn a_schema_one_database_migrates_and_only_owners_adopt_its_state() {
         "adopted state stays its owner's after a restart"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_stop_at_the_quota() {
+    let mut config = HostConfig::new();
+    config.quotas(Quotas {
+        watches: 50,
+        ..Quotas::default()
+    });
+    let system = hostile(config, &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "watches $REPORT 1000000").await;
+    assert_eq!(outcome.accepted, 50, "{outcome:?}");
+    assert_eq!(outcome.refused, 1, "{outcome:?}");
+    assert!(outcome.why.contains("Watches"), "{outcome:?}");
+    assert_eq!(refusals(&system, Quota::Watches), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_init_is_refused_at_the_spawn() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "init $REPORT").await;
+    assert_eq!((outcome.accepted, outcome.refused), (0, 1), "{outcome:?}");
+    assert!(outcome.why.contains("InitSize"), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_log_lines_are_cut() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    // 20 lines of 1 MiB: 20 MiB of log unless cut (`attack` bounds the log volume).
+    let (outcome, _) = attack(&system, "long-log $REPORT 20").await;
+    assert_eq!(outcome.accepted, 20, "{outcome:?}");
+}

@@ -137,6 +137,8 @@ fn quota_text(quota: Quota) -> String {
         Quota::Asks => "too many asks pending",
         Quota::AskDeadline => "the deadline is longer than the host allows",
         Quota::Descendants => "too many live descendants",
+        Quota::Watches => "too many incarnations watched",
+        Quota::InitSize => "the init is larger than the host's message limit",
         Quota::NameLength => "a name, path or kind is longer than the host allows",
     };
     format!("refused by quota: {what}")

@@ -125,8 +125,10 @@ impl Context {
 
     /// Watches an incarnation: one `mote.terminated` message reaches
     /// [`Actor::terminated`](crate::Actor::terminated) when it stops (at once if it has).
-    pub fn watch(&self, target: &Address) {
-        supervision::watch(target);
+    /// Refused past this actor's quota of watches.
+    pub fn watch(&self, target: &Address) -> Result<()> {
+        supervision::watch(target)
+            .map_err(|e| Error::refused(format_args!("cannot watch `{}`", target.path), e))
     }
 
     /// Stops watching an incarnation; a `mote.terminated` already queued still arrives.

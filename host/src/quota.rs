@@ -34,6 +34,10 @@ pub enum Quota {
     AskDeadline,
     /// Live descendants (a spawn at any ancestor's bound).
     Descendants,
+    /// Incarnations watched at once.
+    Watches,
+    /// A spawn's init past the message size limit.
+    InitSize,
     /// A name, path, topic, group or kind past the maximum length.
     NameLength,
     /// A message kind starting `mote.` (not a quota, but refused and counted the same way).
@@ -46,7 +50,7 @@ pub enum Quota {
 
 impl Quota {
     /// Every kind, in counter order.
-    pub const ALL: [Quota; 12] = [
+    pub const ALL: [Quota; 14] = [
         Quota::Timers,
         Quota::TimerPeriod,
         Quota::Reminders,
@@ -55,6 +59,8 @@ impl Quota {
         Quota::Asks,
         Quota::AskDeadline,
         Quota::Descendants,
+        Quota::Watches,
+        Quota::InitSize,
         Quota::NameLength,
         Quota::ReservedKind,
         Quota::NotOwned,
@@ -72,6 +78,8 @@ impl Quota {
             Quota::Asks => "asks",
             Quota::AskDeadline => "ask-deadline",
             Quota::Descendants => "descendants",
+            Quota::Watches => "watches",
+            Quota::InitSize => "init-size",
             Quota::NameLength => "name-length",
             Quota::ReservedKind => "reserved-kind",
             Quota::NotOwned => "not-owned",
@@ -114,6 +122,10 @@ pub struct Quotas {
     pub log_lines_per_second: u32,
     /// Log lines an actor may write in one burst (default 200).
     pub log_burst: u32,
+    /// The longest log line kept, in bytes (default 1,024): a longer one is cut.
+    pub log_line_bytes: usize,
+    /// Incarnations an actor may watch at once (default 1,000).
+    pub watches: usize,
     /// Live descendants an actor may have at once: children, their children and so on
     /// (default 10,000). A spawn past it, at any ancestor, is refused.
     pub descendants: usize,
@@ -133,6 +145,8 @@ impl Default for Quotas {
             max_path_bytes: 1024,
             log_lines_per_second: 100,
             log_burst: 200,
+            log_line_bytes: 1024,
+            watches: 1_000,
             descendants: 10_000,
         }
     }
@@ -153,6 +167,8 @@ impl Quotas {
             max_path_bytes: self.max_path_bytes.min(parent.max_path_bytes),
             log_lines_per_second: self.log_lines_per_second.min(parent.log_lines_per_second),
             log_burst: self.log_burst.min(parent.log_burst),
+            log_line_bytes: self.log_line_bytes.min(parent.log_line_bytes),
+            watches: self.watches.min(parent.watches),
             descendants: self.descendants.min(parent.descendants),
         }
     }
@@ -163,6 +179,15 @@ impl Quotas {
             return Err(Quota::NameLength);
         }
         Ok(())
+    }
+
+    /// `line` cut to the longest log line kept, on a character boundary, marked if cut.
+    pub(crate) fn log_line<'a>(&self, line: &'a str) -> std::borrow::Cow<'a, str> {
+        if line.len() <= self.log_line_bytes {
+            return line.into();
+        }
+        let end = line.floor_char_boundary(self.log_line_bytes);
+        format!("{} [cut: {} bytes]", &line[..end], line.len()).into()
     }
 
     /// Refuses a path past the length bound.
@@ -309,6 +334,21 @@ mod tests {
         let long = "k".repeat(quotas.max_name_bytes + 1);
         assert_eq!(quotas.check_kind(&long), Err(Quota::NameLength));
         assert_eq!(quotas.check_name(&long[1..]), Ok(()));
+    }
+
+    #[test]
+    fn long_log_lines_are_cut_on_a_character_boundary() {
+        let quotas = Quotas {
+            log_line_bytes: 4,
+            ..Quotas::default()
+        };
+        assert_eq!(quotas.log_line("abcd"), "abcd");
+        assert_eq!(quotas.log_line("abcdé"), "abcd [cut: 6 bytes]");
+        assert_eq!(
+            quotas.log_line("abcé"),
+            "abc [cut: 5 bytes]",
+            "not inside the é"
+        );
     }
 
     #[test]

@@ -21,11 +21,14 @@
 //! - `after-stop`: stops itself, then schedules, subscribes, spawns and asks in the same call;
 //! - `trap-stopping`: its `stopping` hook traps;
 //! - `recurse`: recurses <arg> deep with small frames (a native stack overflow);
+//! - `watches`: watches incarnations 1..=<arg> of `/user/victim` until refused;
+//! - `init`: spawns a child with an init past the message limit;
+//! - `long-log`: <arg> log lines of 1 MiB each;
 //! - `reminders`: recovers, then reminders until refused (at most <arg>).
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
-use mote_guest::bindings::mote::actor::{host, messaging, persistence, timers};
+use mote_guest::bindings::mote::actor::{host, messaging, persistence, supervision, timers};
 use mote_guest::{Actor, Context, Message, Result};
 
 /// What an attack let through and what it was refused.
@@ -190,6 +193,28 @@ fn attack(name: &str, arg: u64) -> Tally {
             tally.record(messaging::ask(&me, "Q", &[], 60_000));
         }
         "trap-stopping" => tally.accepted += 1,
+        "watches" => {
+            for incarnation in 1..=arg {
+                let target = Address {
+                    path: "/user/victim".into(),
+                    incarnation,
+                };
+                if !tally.record(supervision::watch(&target)) {
+                    break;
+                }
+            }
+        }
+        "init" => {
+            let init = vec![0u8; (1 << 20) + 1];
+            tally.record(host::spawn("big-init", "counter", &init));
+        }
+        "long-log" => {
+            let line = "y".repeat(1 << 20);
+            for _ in 0..arg {
+                host::log(LogLevel::Error, &line);
+                tally.accepted += 1;
+            }
+        }
         "recurse" => tally.accepted = depth(arg),
         "reminders" => {
             tally.record(persistence::recover());

@@ -114,7 +114,7 @@ impl Actor for Supervisor {
         let mut children = Vec::with_capacity(count as usize);
         for i in 0..count {
             let child = ctx.spawn(&format!("c{i}"), &module, report_to.as_bytes())?;
-            ctx.watch(&child);
+            ctx.watch(&child)?;
             children.push(child);
         }
         ctx.info(&format!(

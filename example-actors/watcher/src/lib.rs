@@ -23,7 +23,7 @@ impl Actor for Watcher {
 
     fn receive(&mut self, ctx: &mut Context, msg: Watch) -> Result<()> {
         match msg {
-            Watch::Watch { path, incarnation } => ctx.watch(&Address { path, incarnation }),
+            Watch::Watch { path, incarnation } => ctx.watch(&Address { path, incarnation })?,
             Watch::Unwatch { path, incarnation } => ctx.unwatch(&Address { path, incarnation }),
         }
         Ok(())

@@ -208,6 +208,9 @@ impl ActorCore {
         if let Err(quota) = self.check_path(path.as_str()) {
             return Err(ChildRefused::Quota(quota));
         }
+        if init.len() > self.kernel.config.max_message_bytes {
+            return Err(ChildRefused::Quota(self.refuse(Quota::InitSize)));
+        }
         let Some(reservation) = self.lineage.reserve(limits.quotas.descendants) else {
             return Err(ChildRefused::Quota(self.refuse(Quota::Descendants)));
         };

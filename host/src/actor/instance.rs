@@ -22,6 +22,9 @@ use crate::sandbox::bindings::{
 };
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
 
+/// The longest failure text kept, in bytes.
+const MAX_FAILURE_TEXT: usize = 4096;
+
 /// A failure of a guest call.
 #[derive(Debug)]
 pub(crate) struct Failure {
@@ -31,12 +34,17 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    /// A failure of `kind`.
+    /// A failure of `kind`; a guest's text past [`MAX_FAILURE_TEXT`] bytes is cut (it goes
+    /// to the log, the parent, subscribers and the next instance's `restart-cause`).
     pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Failure {
-            kind,
-            message: message.into(),
+        let mut message = message.into();
+        if message.len() > MAX_FAILURE_TEXT {
+            let end = message.floor_char_boundary(MAX_FAILURE_TEXT);
+            let size = message.len();
+            message.truncate(end);
+            message.push_str(&format!(" [cut: {size} bytes]"));
         }
+        Failure { kind, message }
     }
 
     /// A hook's error: the instance is still usable.

@@ -120,6 +120,7 @@ impl host::Host for Call<'_, Host> {
         if !actor.refusals.admit_log(actor.quotas(), &actor.me.path) {
             return;
         }
+        let message = actor.quotas().log_line(&message);
         match level {
             LogLevel::Trace => tracing::trace!(target: "mote::guest", "{message}"),
             LogLevel::Debug => tracing::debug!(target: "mote::guest", "{message}"),

@@ -21,11 +21,11 @@ use crate::error::HostError;
 use crate::kernel::TERMINATED_KIND;
 use crate::kernel::spawn::SpawnOptions;
 use crate::message::Envelope;
-use crate::quota::Quotas;
+use crate::quota::{Quota, Quotas};
 use crate::sandbox::bindings::mote::actor::supervision;
 use crate::sandbox::bindings::{
-    WitAddress, WitScope, WitSpawnError, WitSpawnOptions, WitStrategy, from_wit_directive,
-    to_wit_address,
+    WitAddress, WitScope, WitSendError, WitSpawnError, WitSpawnOptions, WitStrategy,
+    from_wit_directive, to_wit_address,
 };
 
 /// The capability behind the `supervision` interface.
@@ -122,18 +122,20 @@ impl supervision::Host for Call<'_, Supervision> {
         ))
     }
 
-    fn watch(&mut self, target: WitAddress) {
-        let Ok(path) = ActorPath::parse(&target.path) else {
-            tracing::warn!(target = %target.path, "watch ignored: not an actor path");
-            return;
-        };
+    fn watch(&mut self, target: WitAddress) -> Result<(), WitSendError> {
+        self.actor.check_path(&target.path)?;
+        let path = ActorPath::parse(&target.path)?;
         let target = Address {
             path,
             incarnation: target.incarnation,
         };
-        if !self.state.watching.insert(target.clone()) {
-            return;
+        if self.state.watching.contains(&target) {
+            return Ok(());
         }
+        if self.state.watching.len() >= self.actor.quotas().watches {
+            return Err(self.actor.refuse(Quota::Watches).into());
+        }
+        self.state.watching.insert(target.clone());
         let me = self.actor.me.clone();
         let kernel = &self.actor.kernel;
         let registered = kernel.registry.with(target.path.as_str(), |actor| {
@@ -146,6 +148,7 @@ impl supervision::Host for Call<'_, Supervision> {
             // Already gone: the watcher hears of it at once.
             kernel.notify_terminated(&me, &target);
         }
+        Ok(())
     }
 
     fn unwatch(&mut self, target: WitAddress) {

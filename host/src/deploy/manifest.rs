@@ -39,6 +39,8 @@
 //! max_path_bytes = 1024
 //! log_lines_per_second = 100
 //! log_burst = 200
+//! log_line_bytes = 1024
+//! watches = 1000
 //! descendants = 10000
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
@@ -143,6 +145,8 @@ struct RawQuotas {
     max_path_bytes: Option<usize>,
     log_lines_per_second: Option<u32>,
     log_burst: Option<u32>,
+    log_line_bytes: Option<usize>,
+    watches: Option<usize>,
     descendants: Option<usize>,
 }
 
@@ -163,6 +167,8 @@ impl RawQuotas {
             max_path_bytes: self.max_path_bytes.unwrap_or(d.max_path_bytes),
             log_lines_per_second: self.log_lines_per_second.unwrap_or(d.log_lines_per_second),
             log_burst: self.log_burst.unwrap_or(d.log_burst),
+            log_line_bytes: self.log_line_bytes.unwrap_or(d.log_line_bytes),
+            watches: self.watches.unwrap_or(d.watches),
             descendants: self.descendants.unwrap_or(d.descendants),
         }
     }

@@ -49,6 +49,7 @@ impl LineLogger {
             return;
         }
         let text = String::from_utf8_lossy(&self.line);
+        let text = quotas.log_line(&text);
         tracing::info!(target: "mote::guest", actor = %self.path, stream = self.stream, "{}", text.trim_end());
         self.line.clear();
     }
