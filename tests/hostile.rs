@@ -114,8 +114,10 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     latencies.sort();
     let p99 = latencies[latencies.len() * 99 / 100];
     eprintln!(
-        "{init}: sibling p99 {p99:?} over {} asks; log so far {} bytes",
+        "{init}: sibling p99 {p99:?} over {} asks; host RSS {} MiB (+{} MiB); log so far {} bytes",
         latencies.len(),
+        rss() >> 20,
+        rss().saturating_sub(before) >> 20,
         LOG_BYTES.load(Ordering::Relaxed)
     );
     assert!(
