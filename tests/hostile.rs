@@ -139,6 +139,13 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     (outcome, probe)
 }
 
+/// A host configuration with these quotas.
+fn quotas(quotas: Quotas) -> HostConfig {
+    let mut config = HostConfig::new();
+    config.quotas(quotas);
+    config
+}
+
 /// A system for attacks, shared with the sibling's asker.
 fn hostile(config: HostConfig, modules: &[&str]) -> Arc<ActorSystem> {
     Arc::new(system_configured(config, modules))
@@ -168,8 +175,7 @@ async fn host_kinds_cannot_be_sent_scheduled_published_asked_or_reminded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timers_stop_at_the_quota_and_short_periods_are_refused() {
-    let mut config = HostConfig::new();
-    config.quotas(Quotas {
+    let config = quotas(Quotas {
         timers: 50,
         ..Quotas::default()
     });
@@ -187,8 +193,7 @@ async fn timers_stop_at_the_quota_and_short_periods_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_asks_stop_at_the_quota_and_endless_deadlines_are_refused() {
-    let mut config = HostConfig::new();
-    config.quotas(Quotas {
+    let config = quotas(Quotas {
         asks: 40,
         ..Quotas::default()
     });
@@ -218,8 +223,7 @@ async fn subscriptions_and_groups_stop_at_their_quotas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_flood_is_cut_to_the_budget_and_counted() {
     for attack_kind in ["log", "stdout"] {
-        let mut config = HostConfig::new();
-        config.quotas(Quotas {
+        let config = quotas(Quotas {
             log_lines_per_second: 10,
             log_burst: 20,
             ..Quotas::default()
@@ -340,8 +344,7 @@ fn descendants(system: &ActorSystem) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawn_bomb_ends_at_the_descendants_quota() {
-    let mut config = HostConfig::new();
-    config.quotas(Quotas {
+    let config = quotas(Quotas {
         descendants: 300,
         ..Quotas::default()
     });
@@ -525,8 +528,7 @@ async fn a_schema_one_database_migrates_and_only_owners_adopt_its_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_stop_at_the_quota() {
-    let mut config = HostConfig::new();
-    config.quotas(Quotas {
+    let config = quotas(Quotas {
         watches: 50,
         ..Quotas::default()
     });

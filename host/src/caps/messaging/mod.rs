@@ -195,14 +195,32 @@ pub fn encode_dead_letter(target: &str, kind: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Makes `actor` a member of `name` in `directory`, if the name is not too long and the actor
+/// is in fewer than `max` sets there (else a refusal of `quota`, counted).
+fn join_within(
+    actor: &ActorCore,
+    directory: &Directory,
+    name: &str,
+    max: usize,
+    quota: Quota,
+) -> Result<(), WitSendError> {
+    actor.check_name(name)?;
+    if !directory.join_within(name, &actor.me, max) {
+        return Err(actor.refuse(quota).into());
+    }
+    Ok(())
+}
+
 impl messaging::Host for Call<'_, Messaging> {
     fn subscribe(&mut self, topic: String) -> Result<(), WitSendError> {
-        self.actor.check_name(&topic)?;
         let max = self.actor.quotas().subscriptions;
-        if !self.cap.topics.join_within(&topic, &self.actor.me, max) {
-            return Err(self.actor.refuse(Quota::Subscriptions).into());
-        }
-        Ok(())
+        join_within(
+            self.actor,
+            &self.cap.topics,
+            &topic,
+            max,
+            Quota::Subscriptions,
+        )
     }
 
     fn unsubscribe(&mut self, topic: String) {
@@ -219,12 +237,8 @@ impl messaging::Host for Call<'_, Messaging> {
     }
 
     fn join(&mut self, group: String) -> Result<(), WitSendError> {
-        self.actor.check_name(&group)?;
         let max = self.actor.quotas().groups;
-        if !self.cap.groups.join_within(&group, &self.actor.me, max) {
-            return Err(self.actor.refuse(Quota::Groups).into());
-        }
-        Ok(())
+        join_within(self.actor, &self.cap.groups, &group, max, Quota::Groups)
     }
 
     fn leave(&mut self, group: String) {
