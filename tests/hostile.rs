@@ -167,11 +167,11 @@ async fn host_kinds_cannot_be_sent_scheduled_published_asked_or_reminded() {
     let system = hostile(HostConfig::new(), &["attacker", "counter"]);
     let (outcome, _) = attack(&system, "reserved $REPORT").await;
     assert_eq!(outcome.accepted, 0, "{outcome:?}");
-    // remind is refused as "not recovered" before its kind is read only if it were checked
-    // late: the kind goes first, so all six are reserved-kind refusals.
-    assert_eq!(outcome.refused, 6, "{outcome:?}");
+    // The kind is checked first (remind would otherwise say "not recovered"): all eight are
+    // reserved-kind refusals.
+    assert_eq!(outcome.refused, 8, "{outcome:?}");
     assert!(outcome.why.contains("ReservedKind"), "{outcome:?}");
-    assert_eq!(refusals(&system, Quota::ReservedKind), 6);
+    assert_eq!(refusals(&system, Quota::ReservedKind), 8);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -357,3 +357,23 @@ async fn group_sends_pick_the_least_loaded_member_and_broadcast_reaches_all() {
     }
     assert_eq!(depth("/user/a"), Some(10));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_through_a_three_stage_chain_answers_an_outside_ask() {
+    let system = system_with(&["forwarder"]);
+    system.spawn("f3", "forwarder", b"3").unwrap();
+    system.spawn("f2", "forwarder", b"2 /user/f3").unwrap();
+    system.spawn("f1", "forwarder", b"1 ../f2").unwrap();
+    let body = mote_guest::encode(&Counter::Get).unwrap();
+    let reply = system
+        .ask("/user/f1", Counter::KIND, body, DEADLINE)
+        .await
+        .expect("the last stage answers the asker");
+    let value: Counter = mote_guest::decode(&reply.kind, &reply.body).unwrap();
+    assert_eq!(value, Counter::Value(3));
+    assert_eq!(
+        reply.sender.expect("a sender").path.as_str(),
+        "/user/f3",
+        "the answer comes straight from the last stage"
+    );
+}

@@ -2,7 +2,8 @@
 //! `upgradable-actor-world`: `actor-world` plus the `supervisor` and `upgrade` exports).
 //!
 //! Actors rarely need these directly: [`crate::Context`] wraps the `host`, `supervision`,
-//! `timers`, `messaging`, `persistence` and `clock` imports and [`crate::export_actor!`] implements the
+//! `timers`, `messaging`, `persistence`, `clock` and `forwarding` imports and
+//! [`crate::export_actor!`] implements the
 //! `actor`, `supervisor` and `upgrade` exports.
 
 wit_bindgen::generate!({

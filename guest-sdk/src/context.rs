@@ -22,6 +22,9 @@ pub struct Context {
     parent: OnceCell<Option<Address>>,
     /// Whether the hook is handling a message (only then can it be stashed).
     pub(crate) in_message: bool,
+    /// Whether that message is the one the host delivers in this call (not one unstashed or
+    /// left over): only its sender can be forwarded.
+    pub(crate) current: bool,
     /// Behaviour and stash changes requested by the hook, in call order.
     pub(crate) requests: Vec<Request>,
     /// Set by the default [`Actor::answered`](crate::Actor::answered): the reply is to be
@@ -37,6 +40,7 @@ impl Context {
             myself: OnceCell::new(),
             parent: OnceCell::new(),
             in_message: false,
+            current: false,
             requests: Vec::new(),
             handle_as_message: false,
         }

@@ -27,6 +27,8 @@ pub struct Instance<A: Actor> {
     ready: VecDeque<Envelope>,
     /// Why the last new message was rejected (its body did not decode), if it was.
     rejected: Option<String>,
+    /// While the host's new message is still in `ready`: how many envelopes are ahead of it.
+    ahead_of_new: Option<usize>,
 }
 
 impl<A: Actor> Instance<A> {
@@ -54,6 +56,7 @@ impl<A: Actor> Instance<A> {
             stash: VecDeque::new(),
             ready: VecDeque::new(),
             rejected: None,
+            ahead_of_new: None,
         };
         instance.apply(ctx.take_requests(), None)?;
         Ok(instance)
@@ -78,11 +81,15 @@ impl<A: Actor> Instance<A> {
     /// unstashed, is dropped with a warning.
     pub fn receive(&mut self, env: Envelope) -> Result<()> {
         self.rejected = None;
+        self.ahead_of_new = Some(self.ready.len());
         self.ready.push_back(env);
         while let Some(env) = self.ready.pop_front() {
-            // Only fronts are added while this runs: the new message is the last one out.
-            let new = self.ready.is_empty();
-            match self.deliver(env) {
+            let new = self.ahead_of_new == Some(0);
+            self.ahead_of_new = match self.ahead_of_new {
+                Some(0) | None => None,
+                Some(ahead) => Some(ahead - 1),
+            };
+            match self.deliver(env, new) {
                 Err(e) if e.is_malformed() && new => self.rejected = Some(e.into()),
                 Err(e) if e.is_malformed() => {
                     Context::new(None).warn(&format!("dropped a stashed message: {e}"));
@@ -116,8 +123,9 @@ impl<A: Actor> Instance<A> {
 
     /// Handles one envelope with the hook its kind calls for, then applies the changes the hook
     /// requested; a failed hook changes nothing.
-    fn deliver(&mut self, env: Envelope) -> Result<()> {
+    fn deliver(&mut self, env: Envelope, current: bool) -> Result<()> {
         let mut ctx = Context::for_message(env.sender.clone());
+        ctx.current = current;
         self.dispatch(&mut ctx, &env)?;
         self.apply(ctx.take_requests(), Some(env))
     }
@@ -177,6 +185,10 @@ impl<A: Actor> Instance<A> {
                 }
                 Change::UnstashAll => {
                     let mut released = std::mem::take(&mut self.stash);
+                    // They go to the front: ahead of the new message, if it still waits.
+                    if let Some(ahead) = &mut self.ahead_of_new {
+                        *ahead += released.len();
+                    }
                     released.append(&mut self.ready);
                     self.ready = released;
                 }
@@ -218,6 +230,8 @@ mod tests {
         others: usize,
         dead: Vec<DeadLetter>,
         timeouts: Vec<u64>,
+        /// What forwarding item 999 said.
+        forwards: Vec<String>,
     }
 
     impl Gate {
@@ -231,6 +245,12 @@ mod tests {
 
         fn common(&mut self, ctx: &mut Context, msg: Door, name: &'static str) -> Result<()> {
             match msg {
+                Door::Item(999) => {
+                    // Only ever unstashed in these tests: refused before the host is asked.
+                    let refused = ctx.forward("/user/x", &Door::Open);
+                    self.forwards
+                        .push(refused.map_or_else(|e| e.to_string(), |()| "ok".into()));
+                }
                 Door::Item(n) => self.log.push((name, path(ctx.sender()), n)),
                 Door::Fail(n) => return Err(Error::msg(format!("fail {n}"))),
                 Door::Close | Door::Pop => ctx.unbecome(),
@@ -431,6 +451,20 @@ mod tests {
         assert!(gate.stash.is_empty() && gate.ready.is_empty());
         send(&mut gate, "/d", Door::Item(3))?;
         assert_eq!(items(&gate)[2], ("open", "/d", 3));
+        Ok(())
+    }
+
+    #[test]
+    fn an_unstashed_message_cannot_be_forwarded() -> Result<()> {
+        let mut gate = Instance::<Gate>::start(b"")?;
+        send(&mut gate, "/a", Door::Item(999))?;
+        send(&mut gate, "/c", Door::Open)?;
+        assert_eq!(gate.actor.forwards.len(), 1);
+        assert!(
+            gate.actor.forwards[0].contains("unstashed or left over"),
+            "{:?}",
+            gate.actor.forwards
+        );
         Ok(())
     }
 

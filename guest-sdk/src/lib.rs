@@ -17,6 +17,7 @@
 //!   body codecs ([`Encoding`]), [`Envelope`] and the host's message kinds;
 //! - [`context`]: [`Context`], the actor's view of the host;
 //! - [`clock`]: the actor's age and the CPU time it used;
+//! - [`forwarding`]: passing a message on with its original sender;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
@@ -308,6 +309,7 @@ pub mod clock;
 pub mod context;
 pub mod dead_letter;
 pub mod error;
+pub mod forwarding;
 mod instance;
 pub mod message;
 pub mod messaging;

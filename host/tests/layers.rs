@@ -255,6 +255,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "messaging",
         "persistence",
         "clock",
+        "forwarding",
         "wasi",
     ];
     for unit in units {

@@ -45,5 +45,6 @@ pub const NAMES: &[&str] = &[
     "c_counter",
     "clock",
     "attacker",
+    "forwarder",
     "js_http_fetch",
 ];

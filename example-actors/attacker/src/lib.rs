@@ -5,7 +5,8 @@
 //! Init: `<attack> <report-path> [<arg>]`. In `start` it runs the attack, then reports
 //! `accepted` (how many calls went through) and `refused` (how many were refused, with the
 //! first refusal's words as a `why:<text>` label of value 0):
-//! - `reserved`: tell, tell-path, schedule, publish, ask and remind with kinds `mote.*`;
+//! - `reserved`: tell, tell-path, schedule, publish, ask, remind, forward and forward-path
+//!   with kinds `mote.*`;
 //! - `timers`: a 1 ms periodic timer, then one-shot timers until refused (at most <arg>);
 //! - `asks`: an endless deadline, then one-minute asks until refused (at most <arg>);
 //! - `subscriptions` / `groups`: subscribe to / join new names until refused (at most <arg>);
@@ -28,7 +29,9 @@
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
-use mote_guest::bindings::mote::actor::{host, messaging, persistence, supervision, timers};
+use mote_guest::bindings::mote::actor::{
+    forwarding, host, messaging, persistence, supervision, timers,
+};
 use mote_guest::{Actor, Context, Message, Result};
 
 /// What an attack let through and what it was refused.
@@ -100,6 +103,8 @@ fn attack(name: &str, arg: u64) -> Tally {
             tally.record(messaging::publish("t", "mote.deadletter", &[]));
             tally.record(messaging::ask(&victim, "mote.x", &[], 1000));
             tally.record(persistence::remind("mote.terminated", &[], 1, None));
+            tally.record(forwarding::forward(&victim, "mote.terminated", &[]));
+            tally.record(forwarding::forward_path("/user/victim", "mote.x", &[]));
         }
         "timers" => {
             tally.record(timers::schedule(&me, "Tick", &[], 1, Some(1)));

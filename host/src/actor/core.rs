@@ -32,6 +32,8 @@ pub(crate) struct ActorCore {
     pub(crate) lineage: Arc<Lineage>,
     /// Set by `reject` inside `receive`: the message becomes a dead letter with this reason.
     pub(crate) rejected: Option<String>,
+    /// The sender of the message the current call handles (`None` outside `receive`).
+    pub(crate) current_sender: Option<Address>,
     /// Live children by name; the cell removes them as they terminate.
     pub(crate) children: BTreeMap<String, ActorRef>,
     /// How this actor supervises its children.
@@ -96,6 +98,7 @@ impl ActorCore {
             refusals,
             lineage,
             rejected: None,
+            current_sender: None,
             children: BTreeMap::new(),
             supervisor: Supervisor::default(),
             stop_requested: false,

@@ -184,6 +184,7 @@ impl ActorInstance {
         let core = &mut self.store.data_mut().core;
         core.meter.begin_call();
         core.rejected = None;
+        core.current_sender = None;
         if self.epochs {
             self.store.set_epoch_deadline(self.slice_ticks);
         }
@@ -208,9 +209,9 @@ impl ActorInstance {
         envelope: Envelope,
     ) -> Result<Option<(Envelope, String)>, Failure> {
         self.begin_call();
-        let sender = envelope.sender;
+        self.store.data_mut().core.current_sender = envelope.sender.clone();
         let msg = WitMessage {
-            sender: sender.clone().map(to_wit_address),
+            sender: envelope.sender.map(to_wit_address),
             kind: envelope.kind,
             body: envelope.body,
         };
@@ -221,7 +222,9 @@ impl ActorInstance {
             &self.usage,
         )
         .await;
-        let rejected = self.store.data_mut().core.rejected.take();
+        let core = &mut self.store.data_mut().core;
+        let rejected = core.rejected.take();
+        let sender = core.current_sender.take();
         match (rejected, result) {
             (Some(reason), Ok(_)) => {
                 let envelope = Envelope::new(sender, msg.kind, msg.body);

@@ -5,6 +5,7 @@
 
 pub(crate) mod capability;
 pub(crate) mod clock;
+pub(crate) mod forwarding;
 pub(crate) mod host;
 pub(crate) mod messaging;
 pub(crate) mod persistence;
@@ -30,6 +31,8 @@ capabilities! {
     persistence: persistence::Persistence,
     /// `mote:actor/clock`: an actor's age and the CPU time it used.
     clock: clock::Clock,
+    /// `mote:actor/forwarding`: passing a message on with its original sender.
+    forwarding: forwarding::Forwarding,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }
