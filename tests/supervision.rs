@@ -587,3 +587,41 @@ const STOP_NORMAL: u64 = 0;
 const STOP_FAILURE: u64 = 1;
 const STOP_PARENT_FAILURE: u64 = 2;
 const STOP_SHUTDOWN: u64 = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_and_resolve_see_the_live_tree_after_a_restart() {
+    use mote_example_protocol::{Find, Found};
+    let system = system_with(&["finder", "counter"]);
+    system.spawn("f", "finder", b"3").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    let before: Found = ask_as(&system, "/user/f", &Find::Children).await;
+    let paths: Vec<&str> = before.0.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["/user/f/c0", "/user/f/c1", "/user/f/c2"]);
+    tell(&system, "/user/f", &Find::Crash);
+    assert_eq!(
+        next_decision(&mut decisions).await.directive,
+        Directive::Restart
+    );
+    let after: Found = ask_as(&system, "/user/f", &Find::Children).await;
+    assert_eq!(after.0.len(), 3);
+    for ((p0, i0), (p1, i1)) in before.0.iter().zip(&after.0) {
+        assert_eq!(p0, p1, "the restarted parent spawned the same names");
+        assert_ne!(i0, i1, "as new incarnations: the old children were stopped");
+    }
+    let c1 = &after.0[1];
+    for path in ["c1", "/user/f/c1"] {
+        let resolved: Found = ask_as(&system, "/user/f", &Find::Resolve(path.into())).await;
+        assert_eq!(resolved.0, vec![c1.clone()], "{path}");
+        assert_eq!(
+            system.lookup("/user/f/c1").map(|a| a.incarnation),
+            Some(c1.1),
+            "the registry agrees"
+        );
+    }
+    let sibling: Found = ask_as(&system, "/user/f", &Find::Resolve("../f".into())).await;
+    assert_eq!(sibling.0.len(), 1, "itself, by a relative path");
+    for nobody in ["/user/nobody", "c9", "not a path", &"x".repeat(5000)] {
+        let none: Found = ask_as(&system, "/user/f", &Find::Resolve(nobody.to_owned())).await;
+        assert!(none.0.is_empty(), "{nobody:.20}");
+    }
+}

@@ -18,6 +18,7 @@
 //! - [`context`]: [`Context`], the actor's view of the host;
 //! - [`clock`]: the actor's age and the CPU time it used;
 //! - [`forwarding`]: passing a message on with its original sender;
+//! - [`lookup`]: an actor's live children, and the address at a path;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
@@ -311,6 +312,7 @@ pub mod dead_letter;
 pub mod error;
 pub mod forwarding;
 mod instance;
+pub mod lookup;
 pub mod message;
 pub mod messaging;
 pub mod persistence;

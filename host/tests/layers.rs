@@ -256,6 +256,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "persistence",
         "clock",
         "forwarding",
+        "lookup",
         "wasi",
     ];
     for unit in units {

@@ -46,5 +46,6 @@ pub const NAMES: &[&str] = &[
     "clock",
     "attacker",
     "forwarder",
+    "finder",
     "js_http_fetch",
 ];

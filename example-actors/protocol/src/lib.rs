@@ -202,6 +202,21 @@ pub struct LedgerState {
     pub gaps: u64,
 }
 
+/// Questions for the finder actor; each is answered with `Found`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Find {
+    /// Its live children.
+    Children,
+    /// The actor living at this path (absolute or relative to the finder).
+    Resolve(String),
+    /// Panics, for its supervisor to restart it.
+    Crash,
+}
+
+/// Addresses as (path, incarnation), in the order the host gave them.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Found(pub Vec<(String, u64)>);
+
 /// Orders for the event-sourced journal actor.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub enum Journal {
@@ -411,6 +426,8 @@ mote_guest::message!(
     Remind,
     Clock,
     ClockReading,
+    Find,
+    Found,
 );
 
 mote_guest::message!(Versioned, VersionedState);

@@ -7,6 +7,7 @@ pub(crate) mod capability;
 pub(crate) mod clock;
 pub(crate) mod forwarding;
 pub(crate) mod host;
+pub(crate) mod lookup;
 pub(crate) mod messaging;
 pub(crate) mod persistence;
 pub(crate) mod supervision;
@@ -33,6 +34,8 @@ capabilities! {
     clock: clock::Clock,
     /// `mote:actor/forwarding`: passing a message on with its original sender.
     forwarding: forwarding::Forwarding,
+    /// `mote:actor/lookup`: an actor's children, and the address at a path.
+    lookup: lookup::Lookup,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

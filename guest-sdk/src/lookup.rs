@@ -1,0 +1,19 @@
+//! Lookup: the [`Context`] methods wrapping the `lookup` imports of the WIT contract: an
+//! actor's live children, and the address living at a path (to watch an actor known by path).
+
+use crate::bindings::mote::actor::lookup;
+use crate::bindings::mote::actor::types::Address;
+use crate::context::Context;
+
+impl Context {
+    /// This actor's live children (spawned and not yet terminated).
+    pub fn children(&self) -> Vec<Address> {
+        lookup::children()
+    }
+
+    /// The live actor at `path`, absolute or relative (`child`, `../sibling`); `None` if no
+    /// actor lives there now.
+    pub fn resolve(&self, path: &str) -> Option<Address> {
+        lookup::resolve(path)
+    }
+}
