@@ -24,7 +24,8 @@
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
-//!    │         timers · messaging · persistence (journal, entities, reminders) · clock · wasi
+//!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
+//!    │         forwarding · lookup · wasi
 //!    │         · capability (the Capability trait, Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
