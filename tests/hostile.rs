@@ -556,3 +556,20 @@ async fn long_log_lines_are_cut() {
     let (outcome, _) = attack(&system, "long-log $REPORT 20").await;
     assert_eq!(outcome.accepted, 20, "{outcome:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aliases_stop_at_the_quota_and_die_with_their_actor() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let (outcome, _) = attack(&system, "aliases $REPORT 1000000").await;
+    assert_eq!(
+        outcome.accepted,
+        Quotas::default().aliases as u64,
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.refused, 1, "{outcome:?}");
+    assert!(outcome.why.contains("Aliases"), "{outcome:?}");
+    assert_eq!(refusals(&system, Quota::Aliases), 1);
+    assert!(system.lookup("/system/alias/a0").is_some());
+    assert!(system.stop("/user/attacker"));
+    wait_until(|| system.lookup("/system/alias/a0").is_none()).await;
+}

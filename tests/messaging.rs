@@ -377,3 +377,44 @@ async fn forward_through_a_three_stage_chain_answers_an_outside_ask() {
         "the answer comes straight from the last stage"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alias_reaches_and_resolves_to_its_actor_until_it_stops() {
+    use mote_example_protocol::{Find, Found};
+    let system = system_with(&["finder", "counter"]);
+    let f = system.spawn("f", "finder", b"0").unwrap();
+    system.spawn("g", "finder", b"0").unwrap();
+    let taken: Found = ask_as(&system, "/user/f", &Find::Alias("orders".into())).await;
+    assert_eq!(taken.0, vec![("/system/alias/orders".to_owned(), 0)]);
+    // Reached by its alias: the reply comes from the actor itself.
+    let body = mote_guest::encode(&Find::Children).unwrap();
+    let reply = system
+        .ask("/system/alias/orders", Find::KIND, body, DEADLINE)
+        .await
+        .unwrap();
+    assert_eq!(reply.sender.as_ref(), Some(&f));
+    // Resolved like a path, to the actor's own address.
+    let resolved: Found = ask_as(
+        &system,
+        "/user/g",
+        &Find::Resolve("/system/alias/orders".into()),
+    )
+    .await;
+    assert_eq!(resolved.0, vec![("/user/f".to_owned(), f.incarnation)]);
+    // First come, first served; not listed as an actor of its own.
+    let refused: Found = ask_as(&system, "/user/g", &Find::Alias("orders".into())).await;
+    assert!(refused.0.is_empty());
+    assert!(
+        system
+            .tree()
+            .iter()
+            .all(|a| !a.address.path.as_str().starts_with("/system/alias")),
+        "aliases are not actors"
+    );
+    // Gone with its actor, and free again.
+    assert!(system.stop("/user/f"));
+    terminated(&system, &f).await;
+    wait_until(|| system.lookup("/system/alias/orders").is_none()).await;
+    let retaken: Found = ask_as(&system, "/user/g", &Find::Alias("orders".into())).await;
+    assert_eq!(retaken.0.len(), 1);
+}

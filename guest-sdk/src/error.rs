@@ -139,6 +139,7 @@ fn quota_text(quota: Quota) -> String {
         Quota::Descendants => "too many live descendants",
         Quota::Watches => "too many incarnations watched",
         Quota::InitSize => "the init is larger than the host's message limit",
+        Quota::Aliases => "too many aliases",
         Quota::NameLength => "a name, path or kind is longer than the host allows",
     };
     format!("refused by quota: {what}")

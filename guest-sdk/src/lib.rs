@@ -19,6 +19,7 @@
 //! - [`clock`]: the actor's age and the CPU time it used;
 //! - [`forwarding`]: passing a message on with its original sender;
 //! - [`lookup`]: an actor's live children, and the address at a path;
+//! - [`naming`]: aliases, second names resolved like paths;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
@@ -315,6 +316,7 @@ mod instance;
 pub mod lookup;
 pub mod message;
 pub mod messaging;
+pub mod naming;
 pub mod persistence;
 mod routing;
 mod runtime;

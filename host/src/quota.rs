@@ -38,6 +38,8 @@ pub enum Quota {
     Watches,
     /// A spawn's init past the message size limit.
     InitSize,
+    /// Aliases held at once.
+    Aliases,
     /// A name, path, topic, group or kind past the maximum length.
     NameLength,
     /// A message kind starting `mote.` (not a quota, but refused and counted the same way).
@@ -50,7 +52,7 @@ pub enum Quota {
 
 impl Quota {
     /// Every kind, in counter order.
-    pub const ALL: [Quota; 14] = [
+    pub const ALL: [Quota; 15] = [
         Quota::Timers,
         Quota::TimerPeriod,
         Quota::Reminders,
@@ -61,6 +63,7 @@ impl Quota {
         Quota::Descendants,
         Quota::Watches,
         Quota::InitSize,
+        Quota::Aliases,
         Quota::NameLength,
         Quota::ReservedKind,
         Quota::NotOwned,
@@ -80,6 +83,7 @@ impl Quota {
             Quota::Descendants => "descendants",
             Quota::Watches => "watches",
             Quota::InitSize => "init-size",
+            Quota::Aliases => "aliases",
             Quota::NameLength => "name-length",
             Quota::ReservedKind => "reserved-kind",
             Quota::NotOwned => "not-owned",
@@ -126,6 +130,8 @@ pub struct Quotas {
     pub log_line_bytes: usize,
     /// Incarnations an actor may watch at once (default 1,000).
     pub watches: usize,
+    /// Aliases an actor may hold at once (default 16).
+    pub aliases: usize,
     /// Live descendants an actor may have at once: children, their children and so on
     /// (default 10,000). A spawn past it, at any ancestor, is refused.
     pub descendants: usize,
@@ -147,6 +153,7 @@ impl Default for Quotas {
             log_burst: 200,
             log_line_bytes: 1024,
             watches: 1_000,
+            aliases: 16,
             descendants: 10_000,
         }
     }
@@ -169,6 +176,7 @@ impl Quotas {
             log_burst: self.log_burst.min(parent.log_burst),
             log_line_bytes: self.log_line_bytes.min(parent.log_line_bytes),
             watches: self.watches.min(parent.watches),
+            aliases: self.aliases.min(parent.aliases),
             descendants: self.descendants.min(parent.descendants),
         }
     }

@@ -257,6 +257,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "clock",
         "forwarding",
         "lookup",
+        "naming",
         "wasi",
     ];
     for unit in units {

@@ -24,13 +24,14 @@
 //! - `recurse`: recurses <arg> deep with small frames (a native stack overflow);
 //! - `watches`: watches incarnations 1..=<arg> of `/user/victim` until refused;
 //! - `init`: spawns a child with an init past the message limit;
+//! - `aliases`: takes aliases `a0`, `a1`... until refused (at most <arg>);
 //! - `long-log`: <arg> log lines of 1 MiB each;
 //! - `reminders`: recovers, then reminders until refused (at most <arg>).
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
 use mote_guest::bindings::mote::actor::{
-    forwarding, host, messaging, persistence, supervision, timers,
+    forwarding, host, messaging, naming, persistence, supervision, timers,
 };
 use mote_guest::{Actor, Context, Message, Result};
 
@@ -205,6 +206,13 @@ fn attack(name: &str, arg: u64) -> Tally {
                     incarnation,
                 };
                 if !tally.record(supervision::watch(&target)) {
+                    break;
+                }
+            }
+        }
+        "aliases" => {
+            for i in 0..arg {
+                if !tally.record(naming::alias(&format!("a{i}"))) {
                     break;
                 }
             }

@@ -1,6 +1,7 @@
 //! Finder: spawns `<n>` counter children (`c0`..) in `start` (init: `<n>`), and answers
 //! `Find::Children` with its live children and `Find::Resolve(path)` with the actor at a
-//! path, both as `Found`. `Find::Crash` panics, so its supervisor restarts it (its children
+//! path, both as `Found`; `Find::Alias(name)` takes an alias and answers with its path (or
+//! nothing if refused). `Find::Crash` panics, so its supervisor restarts it (its children
 //! are stopped, and `start` spawns new ones).
 
 use mote_example_protocol::{Find, Found, init_opt, init_words};
@@ -33,6 +34,10 @@ impl Actor for Finder {
             Find::Children => ctx.reply(&found(ctx.children())),
             Find::Resolve(path) => ctx.reply(&found(ctx.resolve(&path))),
             Find::Crash => panic!("asked to crash"),
+            Find::Alias(name) => {
+                let alias = ctx.alias(&name).ok().map(|path| (path, 0));
+                ctx.reply(&Found(alias.into_iter().collect()))
+            }
         }
     }
 }

@@ -211,6 +211,8 @@ pub enum Find {
     Resolve(String),
     /// Panics, for its supervisor to restart it.
     Crash,
+    /// Takes an alias: answered with its path (incarnation 0), or nothing if refused.
+    Alias(String),
 }
 
 /// Addresses as (path, incarnation), in the order the host gave them.

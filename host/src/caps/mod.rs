@@ -9,6 +9,7 @@ pub(crate) mod forwarding;
 pub(crate) mod host;
 pub(crate) mod lookup;
 pub(crate) mod messaging;
+pub(crate) mod naming;
 pub(crate) mod persistence;
 pub(crate) mod supervision;
 pub(crate) mod timers;
@@ -36,6 +37,8 @@ capabilities! {
     forwarding: forwarding::Forwarding,
     /// `mote:actor/lookup`: an actor's children, and the address at a path.
     lookup: lookup::Lookup,
+    /// `mote:actor/naming`: aliases, second names resolved like paths.
+    naming: naming::Naming,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

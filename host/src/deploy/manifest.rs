@@ -41,6 +41,7 @@
 //! log_burst = 200
 //! log_line_bytes = 1024
 //! watches = 1000
+//! aliases = 16
 //! descendants = 10000
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
@@ -147,6 +148,7 @@ struct RawQuotas {
     log_burst: Option<u32>,
     log_line_bytes: Option<usize>,
     watches: Option<usize>,
+    aliases: Option<usize>,
     descendants: Option<usize>,
 }
 
@@ -169,6 +171,7 @@ impl RawQuotas {
             log_burst: self.log_burst.unwrap_or(d.log_burst),
             log_line_bytes: self.log_line_bytes.unwrap_or(d.log_line_bytes),
             watches: self.watches.unwrap_or(d.watches),
+            aliases: self.aliases.unwrap_or(d.aliases),
             descendants: self.descendants.unwrap_or(d.descendants),
         }
     }

@@ -53,6 +53,28 @@ impl Registry {
         Ok(())
     }
 
+    /// Gives the actor a second path (an alias); gives the handle back if the path is taken.
+    pub(crate) fn alias(&self, path: ActorPath, actor: ActorRef) -> Result<(), ActorRef> {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        if map.contains_key(&path) {
+            return Err(actor);
+        }
+        map.insert(path, actor);
+        Ok(())
+    }
+
+    /// Releases an alias, only if it is one of that incarnation's; true if it was.
+    pub(crate) fn unalias(&self, path: &str, owner: &Address) -> bool {
+        let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
+        let owned = map
+            .get(path)
+            .is_some_and(|a| a.address == *owner && a.address.path.as_str() != path);
+        if owned {
+            map.remove(path);
+        }
+        owned
+    }
+
     /// Releases a path, only if it still belongs to that incarnation.
     pub(crate) fn remove(&self, address: &Address) {
         let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
@@ -78,19 +100,23 @@ impl Registry {
         idle
     }
 
-    /// How many actors and probes are live.
+    /// How many actors and probes are live (aliases are not counted).
     pub(crate) fn len(&self) -> usize {
-        self.by_path.read().unwrap_or_else(|p| p.into_inner()).len()
+        let map = self.by_path.read().unwrap_or_else(|p| p.into_inner());
+        map.iter()
+            .filter(|(path, a)| **path == a.address.path)
+            .count()
     }
 
-    /// All live entries, sorted by path.
+    /// All live entries, sorted by path (each once: aliases are left out).
     pub(crate) fn snapshot(&self) -> Vec<ActorRef> {
         let mut all: Vec<ActorRef> = self
             .by_path
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
+            .iter()
+            .filter(|(path, a)| **path == a.address.path)
+            .map(|(_, a)| a.clone())
             .collect();
         all.sort_by(|a, b| a.address.path.cmp(&b.address.path));
         all

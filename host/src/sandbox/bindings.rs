@@ -32,6 +32,7 @@ impl From<Quota> for WitQuota {
             Quota::Descendants => WitQuota::Descendants,
             Quota::Watches => WitQuota::Watches,
             Quota::InitSize => WitQuota::InitSize,
+            Quota::Aliases => WitQuota::Aliases,
             // Refusals the guest is not told as a quota: a reserved kind has its own error
             // case, and a dropped log line is not an error at all.
             Quota::NameLength | Quota::ReservedKind | Quota::NotOwned | Quota::Log => {
