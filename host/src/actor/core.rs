@@ -155,19 +155,35 @@ impl ActorCore {
         if body.len() > self.kernel.config.max_message_bytes {
             return Err(Unsendable::TooLarge(body.len()));
         }
-        match self.quotas().check_kind(&kind) {
+        match self.check_kind(&kind) {
             Ok(()) => Ok(Envelope::new(Some(self.me.clone()), kind, body)),
-            Err(Quota::ReservedKind) => {
-                self.refuse(Quota::ReservedKind);
-                Err(Unsendable::ReservedKind(kind))
-            }
-            Err(quota) => Err(Unsendable::Quota(self.refuse(quota))),
+            Err(Quota::ReservedKind) => Err(Unsendable::ReservedKind(kind)),
+            Err(quota) => Err(Unsendable::Quota(quota)),
         }
+    }
+
+    /// Checks a message kind the guest chose (too long, or the host's own `mote.*`), counting
+    /// a refusal.
+    pub(crate) fn check_kind(&self, kind: &str) -> Result<(), Quota> {
+        self.quotas().check_kind(kind).map_err(|q| self.refuse(q))
     }
 
     /// Sends `envelope` now, or when the step commits.
     pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
         self.step.send(&self.kernel, path, incarnation, envelope);
+    }
+
+    /// Sends `envelope` to a path a guest named: absolute (checked without allocating, the send
+    /// hot path) or relative to this actor.
+    pub(crate) fn send_path(&mut self, to: &str, envelope: Envelope) -> Result<(), AddressError> {
+        if to.starts_with('/') {
+            crate::address::ActorPath::check(to)?;
+            self.send(to, None, envelope);
+        } else {
+            let path = self.me.path.select(to)?;
+            self.send(path.as_str(), None, envelope);
+        }
+        Ok(())
     }
 
     /// Sends a copy of `envelope` to each member; returns how many.

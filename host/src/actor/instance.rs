@@ -265,11 +265,7 @@ impl ActorInstance {
         );
         match Metered::new(func.call_async(&mut self.store, args), &self.usage).await {
             Ok((directive,)) => Ok(directive.map(from_wit_directive)),
-            Err(trap) => {
-                self.poisoned = true;
-                let memory = self.store.data().core.meter.memory_hit();
-                Err(Failure::of_trap(&trap, memory, "supervise: "))
-            }
+            Err(trap) => Err(self.trapped(&trap, "supervise: ")),
         }
     }
 
@@ -286,11 +282,7 @@ impl ActorInstance {
         self.begin_call();
         match Metered::new(save.call_async(&mut self.store, ()), &self.usage).await {
             Ok((state,)) => Ok(state),
-            Err(trap) => {
-                self.poisoned = true;
-                let memory = self.store.data().core.meter.memory_hit();
-                Err(Failure::of_trap(&trap, memory, "save-state: "))
-            }
+            Err(trap) => Err(self.trapped(&trap, "save-state: ")),
         }
     }
 
@@ -305,17 +297,21 @@ impl ActorInstance {
         self.flatten(result)
     }
 
+    /// A call of this instance trapped (`during` names the hook, if not the usual ones): it
+    /// can no longer be entered, and the failure says why, from the meter and the trap.
+    fn trapped(&mut self, trap: &wasmtime::Error, during: &str) -> Failure {
+        self.poisoned = true;
+        // The root cause names the trap; the wasm backtrace above it goes to the debug log.
+        tracing::debug!("guest trap: {trap:?}");
+        let memory = self.store.data().core.meter.memory_hit();
+        Failure::of_trap(trap, memory, during)
+    }
+
     fn flatten(&mut self, result: wasmtime::Result<Result<(), String>>) -> Result<(), Failure> {
         match result {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(Failure::error(e)),
-            Err(trap) => {
-                self.poisoned = true;
-                // The root cause names the trap; the wasm backtrace above it goes to the debug log.
-                tracing::debug!("guest trap: {trap:?}");
-                let memory = self.store.data().core.meter.memory_hit();
-                Err(Failure::of_trap(&trap, memory, ""))
-            }
+            Err(trap) => Err(self.trapped(&trap, "")),
         }
     }
 }

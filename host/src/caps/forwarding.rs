@@ -62,13 +62,6 @@ impl forwarding::Host for Call<'_, Forwarding> {
     ) -> Result<(), WitSendError> {
         self.actor.check_path(&to)?;
         let envelope = self.passed_on(kind, body)?;
-        if to.starts_with('/') {
-            ActorPath::check(&to)?;
-            self.actor.send(&to, None, envelope);
-        } else {
-            let path = self.actor.me.path.select(&to)?;
-            self.actor.send(path.as_str(), None, envelope);
-        }
-        Ok(())
+        Ok(self.actor.send_path(&to, envelope)?)
     }
 }

@@ -6,7 +6,6 @@ use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::{ActorCore, ChildRefused, Unsendable};
-use crate::address::ActorPath;
 use crate::error::{AddressError, HostError, SpawnError};
 use crate::kernel::spawn::SpawnOptions;
 use crate::sandbox::bindings::mote::actor::{host, types};
@@ -87,14 +86,7 @@ impl host::Host for Call<'_, Host> {
     fn tell_path(&mut self, to: String, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
         self.actor.check_path(&to)?;
         let envelope = self.actor.envelope(kind, body)?;
-        if to.starts_with('/') {
-            ActorPath::check(&to)?;
-            self.actor.send(&to, None, envelope);
-        } else {
-            let path = self.actor.me.path.select(&to)?;
-            self.actor.send(path.as_str(), None, envelope);
-        }
-        Ok(())
+        Ok(self.actor.send_path(&to, envelope)?)
     }
 
     fn spawn(

@@ -10,7 +10,6 @@ use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
-use crate::address::ActorPath;
 use crate::error::HostError;
 use crate::sandbox::bindings::mote::actor::lookup;
 use crate::sandbox::bindings::{WitAddress, to_wit_address};
@@ -45,11 +44,7 @@ impl lookup::Host for Call<'_, Lookup> {
 
     fn resolve(&mut self, path: String) -> Option<WitAddress> {
         self.actor.check_path(&path).ok()?;
-        let path = if path.starts_with('/') {
-            ActorPath::parse(&path).ok()?
-        } else {
-            self.actor.me.path.select(&path).ok()?
-        };
+        let path = self.actor.me.path.select(&path).ok()?;
         let actor = self.actor.kernel.registry.get(path.as_str())?;
         Some(to_wit_address(actor.address))
     }

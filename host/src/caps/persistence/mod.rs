@@ -575,15 +575,12 @@ impl wit::Host for Call<'_, Persistence> {
         period_ms: Option<u64>,
     ) -> Result<u64, PersistError> {
         Self::check_size(body.len(), self.cap.max_event_bytes)?;
-        let quotas = *self.actor.quotas();
-        match quotas.check_kind(&kind) {
+        match self.actor.check_kind(&kind) {
             Ok(()) => {}
-            Err(Quota::ReservedKind) => {
-                self.actor.refuse(Quota::ReservedKind);
-                return Err(PersistError::ReservedKind(kind));
-            }
-            Err(quota) => return Err(PersistError::Quota(self.actor.refuse(quota).into())),
+            Err(Quota::ReservedKind) => return Err(PersistError::ReservedKind(kind)),
+            Err(quota) => return Err(PersistError::Quota(quota.into())),
         }
+        let quotas = *self.actor.quotas();
         let period = period_ms.filter(|p| *p > 0).map(Duration::from_millis);
         quotas
             .check_period(period)
