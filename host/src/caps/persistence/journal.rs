@@ -156,6 +156,18 @@ impl Journal {
             return Ok(false);
         };
         let legacy = format!("{LEGACY_SCOPE}:{name}");
+        // Most recoveries find no legacy state of their name: a read says so without a write
+        // transaction (and its fsync) beside the committer's.
+        {
+            let read = self.db.read()?;
+            let snapshots = read.open_table(SNAPSHOTS).map_err(failed)?;
+            let sequences = read.open_table(SEQUENCES).map_err(failed)?;
+            if snapshots.get(legacy.as_str()).map_err(failed)?.is_none()
+                && sequences.get(legacy.as_str()).map_err(failed)?.is_none()
+            {
+                return Ok(false);
+            }
+        }
         let mut moved = false;
         self.db.write_with(|txn| {
             let mut snapshots = txn.open_table(SNAPSHOTS).map_err(failed)?;
@@ -562,6 +574,39 @@ mod tests {
             kind: "k".to_owned(),
             body: vec![1],
         }
+    }
+
+    #[test]
+    fn legacy_state_is_adopted_once_and_only_where_it_exists() {
+        let (journal, scratch) = journal();
+        let legacy = StepWrite {
+            pid: format!("{LEGACY_SCOPE}:/user/a"),
+            ops: vec![Op::Event {
+                seq: 1,
+                data: vec![7],
+            }],
+            last_seq: Some(1),
+            ..StepWrite::default()
+        };
+        commit(&journal, &legacy);
+        // Reopened: the legacy ids are seen at open.
+        let journal = Journal::open(journal.database().clone()).unwrap();
+        assert!(
+            !journal.adopt("m:/user/b").unwrap(),
+            "no legacy state of that name"
+        );
+        assert!(journal.adopt("m:/user/a").unwrap());
+        assert_eq!(
+            journal.events("m:/user/a", 0, 10).unwrap(),
+            vec![(1, vec![7])]
+        );
+        assert_eq!(journal.last_seq("m:/user/a").unwrap(), 1);
+        assert!(
+            !journal.adopt("n:/user/a").unwrap(),
+            "adopted once: nothing is left"
+        );
+        assert_eq!(journal.last_seq(&legacy.pid).unwrap(), 0);
+        drop(scratch);
     }
 
     #[test]
