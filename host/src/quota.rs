@@ -40,6 +40,8 @@ pub enum Quota {
     InitSize,
     /// Aliases held at once.
     Aliases,
+    /// Messages (or bytes of them) held in the stash at once.
+    Stash,
     /// A name, path, topic, group or kind past the maximum length.
     NameLength,
     /// A message kind starting `mote.` (not a quota, but refused and counted the same way).
@@ -52,7 +54,7 @@ pub enum Quota {
 
 impl Quota {
     /// Every kind, in counter order.
-    pub const ALL: [Quota; 15] = [
+    pub const ALL: [Quota; 16] = [
         Quota::Timers,
         Quota::TimerPeriod,
         Quota::Reminders,
@@ -64,6 +66,7 @@ impl Quota {
         Quota::Watches,
         Quota::InitSize,
         Quota::Aliases,
+        Quota::Stash,
         Quota::NameLength,
         Quota::ReservedKind,
         Quota::NotOwned,
@@ -84,6 +87,7 @@ impl Quota {
             Quota::Watches => "watches",
             Quota::InitSize => "init-size",
             Quota::Aliases => "aliases",
+            Quota::Stash => "stash",
             Quota::NameLength => "name-length",
             Quota::ReservedKind => "reserved-kind",
             Quota::NotOwned => "not-owned",
@@ -132,6 +136,10 @@ pub struct Quotas {
     pub watches: usize,
     /// Aliases an actor may hold at once (default 16).
     pub aliases: usize,
+    /// Messages an actor may hold in its stash at once (default 10,000).
+    pub stash: usize,
+    /// Bytes of message bodies an actor may hold in its stash at once (default 32 MiB).
+    pub stash_bytes: usize,
     /// Live descendants an actor may have at once: children, their children and so on
     /// (default 10,000). A spawn past it, at any ancestor, is refused.
     pub descendants: usize,
@@ -154,6 +162,8 @@ impl Default for Quotas {
             log_line_bytes: 1024,
             watches: 1_000,
             aliases: 16,
+            stash: 10_000,
+            stash_bytes: 32 << 20,
             descendants: 10_000,
         }
     }
@@ -177,6 +187,8 @@ impl Quotas {
             log_line_bytes: self.log_line_bytes.min(parent.log_line_bytes),
             watches: self.watches.min(parent.watches),
             aliases: self.aliases.min(parent.aliases),
+            stash: self.stash.min(parent.stash),
+            stash_bytes: self.stash_bytes.min(parent.stash_bytes),
             descendants: self.descendants.min(parent.descendants),
         }
     }

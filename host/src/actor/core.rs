@@ -34,6 +34,10 @@ pub(crate) struct ActorCore {
     pub(crate) rejected: Option<String>,
     /// The sender of the message the current call handles (`None` outside `receive`).
     pub(crate) current_sender: Option<Address>,
+    /// The body size of the message the current call handles (`None` outside `receive`).
+    pub(crate) current_bytes: Option<usize>,
+    /// Set by `stash` inside `receive`: the message is kept, not consumed.
+    pub(crate) kept: bool,
     /// Live children by name; the cell removes them as they terminate.
     pub(crate) children: BTreeMap<String, ActorRef>,
     /// How this actor supervises its children.
@@ -99,6 +103,8 @@ impl ActorCore {
             lineage,
             rejected: None,
             current_sender: None,
+            current_bytes: None,
+            kept: false,
             children: BTreeMap::new(),
             supervisor: Supervisor::default(),
             stop_requested: false,

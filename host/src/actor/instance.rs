@@ -80,6 +80,16 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// What became of a message `receive` returned from.
+pub(crate) enum Received {
+    /// It was handled.
+    Handled,
+    /// The guest rejected it (`host.reject`), for this reason: it becomes a dead letter.
+    Rejected(Envelope, String),
+    /// The guest set it aside (`stash`): a capability keeps it.
+    Kept(Envelope),
+}
+
 /// An instance that could not be created, and the store data it was to run with.
 pub(crate) struct Stillborn {
     pub(crate) failure: Failure,
@@ -185,6 +195,8 @@ impl ActorInstance {
         core.meter.begin_call();
         core.rejected = None;
         core.current_sender = None;
+        core.current_bytes = None;
+        core.kept = false;
         if self.epochs {
             self.store.set_epoch_deadline(self.slice_ticks);
         }
@@ -202,14 +214,13 @@ impl ActorInstance {
         self.flatten(result)
     }
 
-    /// Hands `envelope` to `receive`. A message the guest rejected (`host.reject`) comes back
-    /// with the reason, whatever the call returned, unless it trapped.
-    pub(crate) async fn receive(
-        &mut self,
-        envelope: Envelope,
-    ) -> Result<Option<(Envelope, String)>, Failure> {
+    /// Hands `envelope` to `receive`; a call that returns gives the message back with what the
+    /// guest made of it (a trap or an error keeps it: it is dropped).
+    pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
         self.begin_call();
-        self.store.data_mut().core.current_sender = envelope.sender.clone();
+        let core = &mut self.store.data_mut().core;
+        core.current_sender = envelope.sender.clone();
+        core.current_bytes = Some(envelope.body.len());
         let msg = WitMessage {
             sender: envelope.sender.map(to_wit_address),
             kind: envelope.kind,
@@ -224,13 +235,14 @@ impl ActorInstance {
         .await;
         let core = &mut self.store.data_mut().core;
         let rejected = core.rejected.take();
+        let kept = std::mem::take(&mut core.kept);
         let sender = core.current_sender.take();
+        core.current_bytes = None;
+        let back = || Envelope::new(sender, msg.kind, msg.body);
         match (rejected, result) {
-            (Some(reason), Ok(_)) => {
-                let envelope = Envelope::new(sender, msg.kind, msg.body);
-                Ok(Some((envelope, reason)))
-            }
-            (_, result) => self.flatten(result).map(|()| None),
+            (Some(reason), Ok(_)) => Ok(Received::Rejected(back(), reason)),
+            (None, Ok(Ok(()))) if kept => Ok(Received::Kept(back())),
+            (_, result) => self.flatten(result).map(|()| Received::Handled),
         }
     }
 

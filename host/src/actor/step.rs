@@ -29,7 +29,7 @@ use std::sync::Arc;
 use super::mailbox::{ActorRef, SystemMsg};
 use crate::error::BoxError;
 use crate::kernel::{Kernel, Pending};
-use crate::message::{Envelope, StopReason};
+use crate::message::{Envelope, Receipt, StopReason};
 
 /// An effect a capability defines (a timer to arm, say), held like the kernel's own.
 pub(crate) trait Deferred: Send + 'static {
@@ -72,6 +72,8 @@ pub(crate) type Commit = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Sen
 pub(crate) struct Step {
     hold: bool,
     effects: Vec<Effect>,
+    /// Durable messages the call consumed besides the one it handles (taken from the stash).
+    consumed: Vec<Receipt>,
 }
 
 impl Step {
@@ -79,7 +81,7 @@ impl Step {
     pub(crate) fn held(hold: bool) -> Self {
         Step {
             hold,
-            effects: Vec::new(),
+            ..Step::default()
         }
     }
 
@@ -159,6 +161,17 @@ impl Step {
             .iter()
             .filter(|e| matches!(e, Effect::Send { .. }))
             .count()
+    }
+
+    /// Records a durable message the call consumed besides the one it handles: it is
+    /// acknowledged with the step.
+    pub(crate) fn consume(&mut self, receipt: Receipt) {
+        self.consumed.push(receipt);
+    }
+
+    /// Takes what the call consumed besides its own message.
+    pub(crate) fn take_consumed(&mut self) -> Vec<Receipt> {
+        std::mem::take(&mut self.consumed)
     }
 
     /// Takes the held effects, leaving the step empty (still holding).

@@ -98,16 +98,32 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
         true
     }
 
+    /// A message this capability hands the actor before the next one of its mailbox, if any.
+    fn next(&self, _state: &mut Self::State) -> Option<Envelope> {
+        None
+    }
+
+    /// The call handling `envelope` returned and set it aside (`ActorCore::keep`): the
+    /// capability that keeps it takes it; `Err` gives it back.
+    fn keep(&self, _state: &mut Self::State, envelope: Envelope) -> Result<(), Envelope> {
+        Err(envelope)
+    }
+
+    /// Whether the capability holds messages for the actor (then it is not idle).
+    fn holds(&self, _state: &Self::State) -> bool {
+        false
+    }
+
     // An actor's steps (see `actor::step`).
 
     /// A call returned: the write that must be durable before the step's effects are
     /// released, if this capability journals the actor. It may take `consumed`, the durable
-    /// message the call handled, to acknowledge it in that write.
+    /// messages the call handled, to acknowledge them in that write.
     fn seal(
         &self,
         _state: &mut Self::State,
         _step: &mut Step,
-        _consumed: &mut Option<Receipt>,
+        _consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
         None
     }
@@ -334,13 +350,47 @@ macro_rules! capabilities {
                 $(self.$field.admit(&mut states.$field, envelope) &&)* true
             }
 
+            /// The next message a capability hands the actor before its mailbox.
+            pub(crate) fn next(&self, states: &mut States) -> Option<$crate::message::Envelope> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    if let Some(envelope) = self.$field.next(&mut states.$field) {
+                        return Some(envelope);
+                    }
+                )*
+                None
+            }
+
+            /// Hands a message the actor set aside to the capability that keeps it; `Err`
+            /// gives it back if none does.
+            pub(crate) fn keep(
+                &self,
+                states: &mut States,
+                envelope: $crate::message::Envelope,
+            ) -> Result<(), $crate::message::Envelope> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    let envelope = match self.$field.keep(&mut states.$field, envelope) {
+                        Ok(()) => return Ok(()),
+                        Err(envelope) => envelope,
+                    };
+                )*
+                Err(envelope)
+            }
+
+            /// Whether some capability holds messages for the actor.
+            pub(crate) fn holds(&self, states: &States) -> bool {
+                use $crate::caps::capability::Capability as _;
+                $(self.$field.holds(&states.$field) ||)* false
+            }
+
             /// What must be durable before the step's effects are released: the commits of the
             /// capabilities that journal this actor, one after the other.
             pub(crate) fn seal(
                 &self,
                 states: &mut States,
                 step: &mut $crate::actor::step::Step,
-                consumed: &mut Option<$crate::message::Receipt>,
+                consumed: &mut Vec<$crate::message::Receipt>,
             ) -> Option<$crate::actor::step::Commit> {
                 use $crate::caps::capability::Capability as _;
                 let mut sealed: Option<$crate::actor::step::Commit> = None;

@@ -11,6 +11,7 @@ pub(crate) mod lookup;
 pub(crate) mod messaging;
 pub(crate) mod naming;
 pub(crate) mod persistence;
+pub(crate) mod stashing;
 pub(crate) mod supervision;
 pub(crate) mod timers;
 pub(crate) mod wasi;
@@ -39,6 +40,8 @@ capabilities! {
     lookup: lookup::Lookup,
     /// `mote:actor/naming`: aliases, second names resolved like paths.
     naming: naming::Naming,
+    /// `mote:actor/stash`: messages set aside by their actor, kept by the host.
+    stash: stashing::Stashing,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

@@ -42,6 +42,8 @@
 //! log_line_bytes = 1024
 //! watches = 1000
 //! aliases = 16
+//! stash = 10000
+//! stash_bytes = 33554432
 //! descendants = 10000
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
@@ -149,6 +151,8 @@ struct RawQuotas {
     log_line_bytes: Option<usize>,
     watches: Option<usize>,
     aliases: Option<usize>,
+    stash: Option<usize>,
+    stash_bytes: Option<usize>,
     descendants: Option<usize>,
 }
 
@@ -172,6 +176,8 @@ impl RawQuotas {
             log_line_bytes: self.log_line_bytes.unwrap_or(d.log_line_bytes),
             watches: self.watches.unwrap_or(d.watches),
             aliases: self.aliases.unwrap_or(d.aliases),
+            stash: self.stash.unwrap_or(d.stash),
+            stash_bytes: self.stash_bytes.unwrap_or(d.stash_bytes),
             descendants: self.descendants.unwrap_or(d.descendants),
         }
     }

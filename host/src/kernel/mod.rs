@@ -297,11 +297,15 @@ impl Kernel {
         }
     }
 
-    /// Settles a durable message's receipt, if it has one: it was consumed without a durable
-    /// step, or dropped.
-    pub(crate) fn settle(&self, receipt: Option<Receipt>) {
-        if let (Some(receipt), Some(ext)) = (receipt, self.ext()) {
-            ext.settle(receipt);
+    /// Settles durable messages' receipts: they were consumed without a durable step, or
+    /// dropped.
+    pub(crate) fn settle(&self, receipts: impl IntoIterator<Item = Receipt>) {
+        let mut receipts = receipts.into_iter().peekable();
+        if receipts.peek().is_none() {
+            return;
+        }
+        if let Some(ext) = self.ext() {
+            receipts.for_each(|receipt| ext.settle(receipt));
         }
     }
 }

@@ -34,10 +34,13 @@ impl From<Quota> for WitQuota {
             Quota::InitSize => WitQuota::InitSize,
             Quota::Aliases => WitQuota::Aliases,
             // Refusals the guest is not told as a quota: a reserved kind has its own error
-            // case, and a dropped log line is not an error at all.
-            Quota::NameLength | Quota::ReservedKind | Quota::NotOwned | Quota::Log => {
-                WitQuota::NameLength
-            }
+            // case, a full stash is the stash's own error, and a dropped log line is not an
+            // error at all.
+            Quota::NameLength
+            | Quota::ReservedKind
+            | Quota::NotOwned
+            | Quota::Stash
+            | Quota::Log => WitQuota::NameLength,
         }
     }
 }

@@ -31,7 +31,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tracing::Instrument;
 
 use super::core::ActorCore;
-use super::instance::{ActorInstance, Failure, Stillborn};
+use super::instance::{ActorInstance, Failure, Received, Stillborn};
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
 use super::step;
 use super::supervisor::{Directive, FailureKind};
@@ -278,10 +278,12 @@ impl Cell {
     }
 
     /// After a failed guest call: the step's held-back effects are dropped; the message that
-    /// failed is acknowledged (a failing message is dropped, not redelivered).
+    /// failed is acknowledged (a failing message is dropped, not redelivered), and so are those
+    /// it took from the stash.
     fn abandon_step(&mut self, consumed: Option<Receipt>) {
         if let Some(instance) = self.instance.as_mut() {
-            abandon_step(&self.caps, instance);
+            let taken = abandon_step(&self.caps, instance);
+            self.kernel.settle(taken);
         }
         self.kernel.settle(consumed);
     }
@@ -308,10 +310,13 @@ impl Cell {
                 if let Some(exit) = self.drain_system().await {
                     return exit;
                 }
-                let msg = match self.mailbox.try_next() {
-                    Ok(msg) => msg,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return Exit::Stop(StopReason::Normal),
+                let msg = match self.released() {
+                    Some(envelope) => UserMsg::Message(envelope),
+                    None => match self.mailbox.try_next() {
+                        Ok(msg) => msg,
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => return Exit::Stop(StopReason::Normal),
+                    },
                 };
                 if let Some(exit) = self.handle_user(msg).await {
                     return exit;
@@ -329,7 +334,7 @@ impl Cell {
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
-                    if self.kernel.registry.passivate(&self.me) {
+                    if !self.holds() && self.kernel.registry.passivate(&self.me) {
                         tracing::debug!("passivated");
                         self.passivated = true;
                         return Exit::Stop(StopReason::Normal);
@@ -349,6 +354,19 @@ impl Cell {
                 return exit;
             }
         }
+    }
+
+    /// The next message a capability released ahead of the mailbox (unstashed ones).
+    fn released(&mut self) -> Option<Envelope> {
+        let instance = self.instance.as_mut()?;
+        self.caps.next(&mut instance.state().caps)
+    }
+
+    /// Whether a capability holds messages for this actor (a stash): then it is not idle.
+    fn holds(&mut self) -> bool {
+        self.instance
+            .as_mut()
+            .is_some_and(|instance| self.caps.holds(&instance.state().caps))
     }
 
     async fn drain_system(&mut self) -> Option<Exit> {
@@ -418,10 +436,17 @@ impl Cell {
             self.kernel.settle(envelope.receipt.take());
             return None;
         }
-        let receipt = envelope.receipt.take();
+        let mut receipt = envelope.receipt.take();
         match instance.receive(envelope).await {
-            Ok(None) => {}
-            Ok(Some((rejected, reason))) => self.reject(rejected, &reason),
+            Ok(Received::Handled) => {}
+            Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),
+            Ok(Received::Kept(mut kept)) => {
+                // Set aside, it is not consumed: its receipt goes with it.
+                kept.receipt = receipt.take();
+                if let Err(unkept) = self.caps.keep(&mut instance.state().caps, kept) {
+                    receipt = unkept.receipt;
+                }
+            }
             Err(failure) => {
                 self.abandon_step(receipt);
                 return Some(Exit::Failed(failure));
@@ -494,7 +519,8 @@ impl Cell {
             }
             Err(failure) => {
                 tracing::warn!(%failure, "{what}");
-                abandon_step(&self.caps, instance);
+                let taken = abandon_step(&self.caps, instance);
+                self.kernel.settle(taken);
             }
         }
     }
@@ -507,10 +533,11 @@ async fn commit_step(
     kernel: &Arc<Kernel>,
     caps: &Caps,
     instance: &mut ActorInstance,
-    consumed: Option<Receipt>,
+    handled: Option<Receipt>,
 ) -> Result<(), Failure> {
     let state = instance.state();
-    let mut consumed = consumed;
+    let mut consumed = state.core.step.take_consumed();
+    consumed.extend(handled);
     let sealed = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
     kernel.settle(consumed);
     if sealed.is_none() && !state.core.step.holds() {
@@ -533,11 +560,13 @@ async fn commit_step(
 }
 
 /// Drops what the last call of `instance` prepared: nothing is written, held-back effects
-/// are discarded.
-fn abandon_step(caps: &Caps, instance: &mut ActorInstance) {
+/// are discarded. Gives back the receipts of what it took from the stash, for the caller to
+/// settle (or not, if the instance never took over).
+fn abandon_step(caps: &Caps, instance: &mut ActorInstance) -> Vec<Receipt> {
     let state = instance.state();
     caps.abandon(&mut state.caps);
     step::discard(state.core.step.take());
+    state.core.step.take_consumed()
 }
 
 /// Resolves after `idle`, or never.

@@ -123,7 +123,8 @@ impl Cell {
     /// Drops a new instance that did not take over: what it held back is discarded, and
     /// children it spawned (the old instance does not know them) are stopped.
     pub(super) fn drop_successor(&mut self, mut new: ActorInstance) {
-        abandon_step(&self.caps, &mut new);
+        // What it took from its copy of the stash is still in the old instance's: not settled.
+        let _taken = abandon_step(&self.caps, &mut new);
         let known: HashSet<String> = self
             .instance
             .as_mut()

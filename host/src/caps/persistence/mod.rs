@@ -255,7 +255,7 @@ impl Capability for Persistence {
         &self,
         state: &mut Persistent,
         step: &mut Step,
-        consumed: &mut Option<Receipt>,
+        consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
         let journal = state.journal.as_mut()?;
         let durable = self.durable.as_ref()?;
@@ -273,7 +273,7 @@ impl Capability for Persistence {
         // nothing: its input leaves no trace a crash could contradict, so its messages are
         // released at once, exactly as durable as that input was (a query's reply costs no
         // fsync).
-        if ops.is_empty() && consumed.is_none() {
+        if ops.is_empty() && consumed.is_empty() {
             return None;
         }
         let sends = step.held_sends() as u64;
@@ -298,7 +298,7 @@ impl Capability for Persistence {
             ops,
             last_seq: seq_changed.then_some(journal.seq),
             outbox,
-            acks: consumed.take().into_iter().collect(),
+            acks: std::mem::take(consumed),
         };
         let committer = durable.committer.clone();
         Some(Box::pin(async move {

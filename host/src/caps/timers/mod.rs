@@ -122,7 +122,7 @@ impl Capability for Timers {
         &self,
         state: &mut usize,
         _step: &mut Step,
-        _consumed: &mut Option<Receipt>,
+        _consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
         // The step's timers are armed (or dropped) with it from here on.
         *state = 0;

@@ -1,0 +1,226 @@
+//! `mote:actor/stash`: the stash, kept by the host (Akka `stash`, µJavaActors `peek`/`remove`,
+//! Erlang's selective receive). An actor sets aside the message it handles and later has them
+//! all handled again, in order, ahead of its mailbox; meanwhile it may look at them and take
+//! one out of order.
+//!
+//! ```text
+//! receive(m) ──stash()──> held: [.., m]        (once the call returned Ok)
+//! unstash-all() ────────> ready: held, in order (handled next, one per call, before the mailbox);
+//!                          m too if this call stashed it
+//! take(kind) ───────────> this call handles it too: acknowledged with its step
+//! ```
+//!
+//! Invariants:
+//! - A stashed message keeps its sender and its receipt: a durable one is acknowledged only
+//!   by the step of a call that handles it (unstashed, or taken), so a crash loses none.
+//! - The stash outlives the instance: a restart keeps it as it was, an upgrade hands it to the
+//!   new version; when the incarnation ends, what it still holds becomes dead letters.
+//! - An actor holds at most its quota of messages and of bytes in its stash; past it `stash`
+//!   is refused (`full`) and nothing changes.
+//! - Unstashed messages keep their order, ahead of anything in the mailbox.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use wasmtime::component::Linker;
+
+use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
+use crate::actor::core::ActorCore;
+use crate::address::Address;
+use crate::error::HostError;
+use crate::kernel::Kernel;
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::message::Envelope;
+use crate::quota::Quota;
+use crate::sandbox::bindings::mote::actor::stash::{self as wit, StashError};
+use crate::sandbox::bindings::{WitMessage, to_wit_address};
+
+/// The capability behind the `stash` interface.
+pub(crate) struct Stashing;
+
+/// One incarnation's stash: what it set aside, and what it released to be handled next.
+#[derive(Default, Clone)]
+pub(crate) struct Stash {
+    /// Stashed messages, oldest first.
+    held: VecDeque<Envelope>,
+    /// Unstashed messages not handled yet, to go before the mailbox, in order.
+    ready: VecDeque<Envelope>,
+    /// Bytes of the bodies in `held` and `ready`.
+    bytes: usize,
+    /// Set by an `unstash-all` after `stash` in one call: the message the call keeps is
+    /// released with the others.
+    release_kept: bool,
+}
+
+impl Stash {
+    /// Messages held or ready.
+    fn len(&self) -> usize {
+        self.held.len() + self.ready.len()
+    }
+
+    /// Whether `size` more bytes in one more message fit the actor's quotas.
+    fn fits(&self, actor: &ActorCore, size: usize) -> bool {
+        let quotas = actor.quotas();
+        self.len() < quotas.stash && self.bytes.saturating_add(size) <= quotas.stash_bytes
+    }
+
+    /// The position in `held` of the oldest message of `kind` (any for `None`).
+    fn find(&self, kind: Option<&str>) -> Option<usize> {
+        match kind {
+            None => (!self.held.is_empty()).then_some(0),
+            Some(kind) => self.held.iter().position(|e| e.kind == kind),
+        }
+    }
+}
+
+impl Capability for Stashing {
+    type State = Stash;
+    const IMPORTS: &'static [&'static str] = &["mote:actor/stash@"];
+
+    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Stashing)
+    }
+
+    fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn state(&self, _actor: &ActorCore, origin: Origin<'_, Stash>) -> Stash {
+        match origin {
+            Origin::Spawned => Stash::default(),
+            Origin::Restarted { old, .. } => old,
+            // The old instance keeps its stash until the new one takes over; only one of the
+            // two lives on.
+            Origin::Upgraded { old } => old.clone(),
+        }
+    }
+
+    fn stopped(&self, kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Stash>) {
+        let Some(stash) = state else {
+            return;
+        };
+        let target = actor.to_string();
+        let ready = std::mem::take(&mut stash.ready);
+        for envelope in ready.into_iter().chain(std::mem::take(&mut stash.held)) {
+            kernel.dead_letter(envelope, target.clone(), DeadLetterReason::Stopped);
+        }
+        stash.bytes = 0;
+    }
+
+    fn next(&self, state: &mut Stash) -> Option<Envelope> {
+        let envelope = state.ready.pop_front()?;
+        state.bytes -= envelope.body.len();
+        Some(envelope)
+    }
+
+    fn keep(&self, state: &mut Stash, envelope: Envelope) -> Result<(), Envelope> {
+        state.bytes += envelope.body.len();
+        if std::mem::take(&mut state.release_kept) {
+            state.ready.push_back(envelope);
+        } else {
+            state.held.push_back(envelope);
+        }
+        Ok(())
+    }
+
+    fn abandon(&self, state: &mut Stash) {
+        state.release_kept = false;
+    }
+
+    fn holds(&self, state: &Stash) -> bool {
+        state.len() > 0
+    }
+}
+
+/// A stashed message as the guest sees it.
+fn to_wit(envelope: &Envelope) -> WitMessage {
+    WitMessage {
+        sender: envelope.sender.clone().map(to_wit_address),
+        kind: envelope.kind.clone(),
+        body: envelope.body.clone(),
+    }
+}
+
+impl wit::Host for Call<'_, Stashing> {
+    fn stash(&mut self) -> Result<(), StashError> {
+        let actor = &mut *self.actor;
+        let Some(size) = actor.current_bytes.filter(|_| actor.rejected.is_none()) else {
+            return Err(StashError::NoMessage);
+        };
+        if actor.kept {
+            return Ok(());
+        }
+        if !self.state.fits(actor, size) {
+            actor.refuse(Quota::Stash);
+            return Err(StashError::Full);
+        }
+        actor.kept = true;
+        Ok(())
+    }
+
+    fn unstash_all(&mut self) -> u32 {
+        let stash = &mut *self.state;
+        let mut n = stash.held.len();
+        // Behind what an earlier unstash released and is not handled yet: older first.
+        stash.ready.extend(stash.held.drain(..));
+        if self.actor.kept {
+            // Stashed in this call: it follows the others once the call returns.
+            stash.release_kept = true;
+            n += 1;
+        }
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    fn stashed(&mut self) -> u32 {
+        u32::try_from(self.state.len()).unwrap_or(u32::MAX)
+    }
+
+    fn peek(&mut self, kind: Option<String>) -> Option<WitMessage> {
+        let at = self.state.find(kind.as_deref())?;
+        self.state.held.get(at).map(to_wit)
+    }
+
+    fn take(&mut self, kind: Option<String>) -> Option<WitMessage> {
+        let at = self.state.find(kind.as_deref())?;
+        let mut envelope = self.state.held.remove(at)?;
+        self.state.bytes -= envelope.body.len();
+        if let Some(receipt) = envelope.receipt.take() {
+            self.actor.step.consume(receipt);
+        }
+        Some(WitMessage {
+            sender: envelope.sender.map(to_wit_address),
+            kind: envelope.kind,
+            body: envelope.body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(kind: &str, size: usize) -> Envelope {
+        Envelope::new(None, kind, vec![0; size])
+    }
+
+    #[test]
+    fn kept_messages_come_back_in_order_and_the_bytes_add_up() {
+        let (cap, mut stash) = (Stashing, Stash::default());
+        for (kind, size) in [("a", 3), ("b", 4), ("a", 5)] {
+            assert!(cap.keep(&mut stash, envelope(kind, size)).is_ok());
+        }
+        assert_eq!((stash.len(), stash.bytes), (3, 12));
+        assert!(cap.holds(&stash));
+        assert_eq!(stash.find(Some("b")), Some(1));
+        assert_eq!(stash.find(None), Some(0));
+        assert_eq!(stash.find(Some("c")), None);
+        assert!(cap.next(&mut stash).is_none(), "nothing is released yet");
+        stash.ready.extend(stash.held.drain(..));
+        let kinds: Vec<String> = std::iter::from_fn(|| cap.next(&mut stash))
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["a", "b", "a"]);
+        assert_eq!((stash.len(), stash.bytes), (0, 0));
+        assert!(!cap.holds(&stash));
+    }
+}
