@@ -1,5 +1,5 @@
-//! Behaviour switching (Akka's `become`/`unbecome`) and the stash, as a hook asks for them
-//! through [`Context`].
+//! Behaviour switching (Akka's `become`/`unbecome`), as a hook asks for it through
+//! [`Context`], and the requests a hook makes of the stash (see [`stash`](crate::stash)).
 //!
 //! A [`Behavior`] is a plain function of the actor type that handles its `Msg` in place of
 //! [`Actor::receive`]. [`Context`] is not generic, so [`Context::become_`] stores the behaviour
@@ -84,22 +84,6 @@ impl Context {
     /// if none is pushed.
     pub fn unbecome(&mut self) {
         self.requests.push(Request::Unbecome);
-    }
-
-    /// Keeps the message being handled, with its sender, for [`Context::unstash_all`]; only
-    /// meaningful while handling a message (elsewhere it is ignored with a warning).
-    pub fn stash(&mut self) {
-        if self.in_message {
-            self.requests.push(Request::Stash);
-        } else {
-            self.warn("stash ignored: this hook is not handling a message");
-        }
-    }
-
-    /// Handles every stashed message, in stash order and with its original sender, right after
-    /// this hook and before any new message.
-    pub fn unstash_all(&mut self) {
-        self.requests.push(Request::UnstashAll);
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! The `supervision` imports are in [`supervision`](crate::supervision), the `timers` imports
 //! in [`timers`](crate::timers), the `messaging` imports in [`messaging`](crate::messaging), the
-//! `persistence` imports in [`persistence`](crate::persistence) and behaviour switching and the
-//! stash in [`behavior`](crate::behavior), each in its own `impl Context` block.
+//! `persistence` imports in [`persistence`](crate::persistence), behaviour switching in
+//! [`behavior`](crate::behavior) and the stash in [`stash`](crate::stash), each in its own
+//! `impl Context` block.
 
 use std::cell::OnceCell;
 
@@ -22,9 +23,6 @@ pub struct Context {
     parent: OnceCell<Option<Address>>,
     /// Whether the hook is handling a message (only then can it be stashed).
     pub(crate) in_message: bool,
-    /// Whether that message is the one the host delivers in this call (not one unstashed or
-    /// left over): only its sender can be forwarded.
-    pub(crate) current: bool,
     /// Behaviour and stash changes requested by the hook, in call order.
     pub(crate) requests: Vec<Request>,
     /// Set by the default [`Actor::answered`](crate::Actor::answered): the reply is to be
@@ -40,7 +38,6 @@ impl Context {
             myself: OnceCell::new(),
             parent: OnceCell::new(),
             in_message: false,
-            current: false,
             requests: Vec::new(),
             handle_as_message: false,
         }

@@ -2,9 +2,8 @@
 //!
 //! A forwarded message keeps the sender of the message being handled, so the end of a chain
 //! (a worker behind a router, the last stage of a pipeline) answers the original requester,
-//! an ask included. The host passes on the sender of the message it delivers in this call; a
-//! message unstashed or left over from an earlier call has another, so forwarding it is
-//! refused.
+//! an ask included. The host passes on the sender of the message it delivers in this call (an
+//! unstashed message is delivered again, with its own sender).
 
 use crate::bindings::mote::actor::forwarding;
 use crate::context::Context;
@@ -21,12 +20,6 @@ impl Context {
     /// Passes an already encoded body of `kind` on to `path` with the sender of the message
     /// being handled.
     pub fn forward_raw(&self, path: &str, kind: &str, body: &[u8]) -> Result<()> {
-        if self.in_message && !self.current {
-            return Err(Error::msg(format!(
-                "cannot forward to `{path}`: a message unstashed or left over from an earlier \
-                 call has a sender the host no longer knows"
-            )));
-        }
         forwarding::forward_path(path, kind, body)
             .map_err(|e| Error::refused(format_args!("cannot forward to `{path}`"), e))
     }

@@ -1,7 +1,7 @@
-//! [`Instance`]: a running actor with its behaviour stack and stash, and the routing of each
-//! message to the right hook. Plain Rust: the host is only reached through the hooks.
-
-use std::collections::VecDeque;
+//! [`Instance`]: a running actor with its behaviour stack, and the routing of each message to
+//! the right hook. Plain Rust: the host is only reached through the hooks, and the stash
+//! requests a hook makes are handed to the runtime to pass on to the host, which keeps the
+//! stash.
 
 use crate::actor::Actor;
 use crate::behavior::{Behavior, Change, Request};
@@ -12,23 +12,24 @@ use crate::message::{Envelope, Message, decode};
 use crate::routing::{Route, route};
 use crate::supervision::Failure;
 
+/// What a hook asked of the host's stash, in call order, once it succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StashOp {
+    /// Keep the message being handled.
+    Stash,
+    /// Release every stashed message ahead of the mailbox.
+    UnstashAll,
+}
+
 /// A started actor and the runtime's bookkeeping around it.
-///
-/// Messages are handled from `ready`, front first: a new message joins its back, and
-/// `unstash_all` moves the stash, in order, to its front. So unstashed messages go before any
-/// new one, and messages left after a failure go before the next new one.
 pub struct Instance<A: Actor> {
     actor: A,
     /// Pushed behaviours; the last handles `A::Msg`, `Actor::receive` when empty.
     behaviors: Vec<Behavior<A>>,
-    /// Stashed envelopes, oldest first.
-    stash: VecDeque<Envelope>,
-    /// Envelopes to handle before taking the next new message.
-    ready: VecDeque<Envelope>,
-    /// Why the last new message was rejected (its body did not decode), if it was.
+    /// Why the last message was rejected (its body did not decode), if it was.
     rejected: Option<String>,
-    /// While the host's new message is still in `ready`: how many envelopes are ahead of it.
-    ahead_of_new: Option<usize>,
+    /// The stash requests of the last hook, for the host.
+    stash_ops: Vec<StashOp>,
 }
 
 impl<A: Actor> Instance<A> {
@@ -40,7 +41,8 @@ impl<A: Actor> Instance<A> {
     }
 
     /// Runs [`Actor::migrate`] instead of `start` in a hot swap, and sets the instance up as
-    /// `start` would: no stash, the behaviour changes `migrate` requested applied.
+    /// `start` would, with the behaviour changes `migrate` requested applied. The stash is the
+    /// host's: it is carried over as it is.
     pub fn migrate(from_version: &str, state: &[u8]) -> Result<Self> {
         let mut ctx = Context::new(None);
         let actor = A::migrate(&mut ctx, from_version, state)?;
@@ -53,12 +55,10 @@ impl<A: Actor> Instance<A> {
         let mut instance = Self {
             actor,
             behaviors: Vec::new(),
-            stash: VecDeque::new(),
-            ready: VecDeque::new(),
             rejected: None,
-            ahead_of_new: None,
+            stash_ops: Vec::new(),
         };
-        instance.apply(ctx.take_requests(), None)?;
+        instance.apply(ctx.take_requests(), false)?;
         Ok(instance)
     }
 
@@ -67,67 +67,47 @@ impl<A: Actor> Instance<A> {
         self.actor.save_state()
     }
 
-    /// How many messages a hot swap would drop: stashed ones and ones left after a failure.
-    pub fn pending(&self) -> usize {
-        self.stash.len() + self.ready.len()
-    }
-
-    /// Handles a new message after any left over, and every message unstashed meanwhile;
-    /// stops at the first failure, keeping the rest for the next call.
+    /// Handles one message with the hook its kind calls for.
     ///
     /// A message of the actor's kind whose body does not decode is no failure: it is the
-    /// sender's problem. The new message is then rejected ([`Instance::take_rejected`] says
-    /// why; the runtime hands it to the host's dead letters); an older one, left over or
-    /// unstashed, is dropped with a warning.
+    /// sender's problem. It is rejected ([`Instance::take_rejected`] says why; the runtime
+    /// hands it to the host's dead letters).
     pub fn receive(&mut self, env: Envelope) -> Result<()> {
         self.rejected = None;
-        self.ahead_of_new = Some(self.ready.len());
-        self.ready.push_back(env);
-        while let Some(env) = self.ready.pop_front() {
-            let new = self.ahead_of_new == Some(0);
-            self.ahead_of_new = match self.ahead_of_new {
-                Some(0) | None => None,
-                Some(ahead) => Some(ahead - 1),
-            };
-            match self.deliver(env, new) {
-                Err(e) if e.is_malformed() && new => self.rejected = Some(e.into()),
-                Err(e) if e.is_malformed() => {
-                    Context::new(None).warn(&format!("dropped a stashed message: {e}"));
-                }
-                other => other?,
+        let mut ctx = Context::for_message(env.sender.clone());
+        match self.dispatch(&mut ctx, &env) {
+            Err(e) if e.is_malformed() => {
+                self.rejected = Some(e.into());
+                Ok(())
             }
+            Err(e) => Err(e),
+            Ok(()) => self.apply(ctx.take_requests(), true),
         }
-        Ok(())
     }
 
-    /// Why the new message of the last [`Instance::receive`] was rejected, if it was.
+    /// Why the message of the last [`Instance::receive`] was rejected, if it was.
     pub fn take_rejected(&mut self) -> Option<String> {
         self.rejected.take()
     }
 
-    /// Runs [`Actor::supervise`], applying its behaviour changes (an unstash waits for the next
-    /// message).
+    /// The stash requests of the last hook, in call order, for the host.
+    pub fn take_stash_ops(&mut self) -> Vec<StashOp> {
+        std::mem::take(&mut self.stash_ops)
+    }
+
+    /// Runs [`Actor::supervise`], applying its behaviour changes.
     pub fn supervise(&mut self, child: &Address, failure: &Failure) -> Option<Directive> {
         let mut ctx = Context::new(None);
         let directive = self.actor.supervise(&mut ctx, child, failure);
-        if let Err(e) = self.apply(ctx.take_requests(), None) {
+        if let Err(e) = self.apply(ctx.take_requests(), false) {
             ctx.error(&format!("supervise: {e}"));
         }
         directive
     }
 
-    /// Runs [`Actor::stopping`] and drops the actor, stash included.
+    /// Runs [`Actor::stopping`] and drops the actor.
     pub fn stopping(mut self, reason: StopReason) {
         self.actor.stopping(&mut Context::new(None), reason);
-    }
-
-    /// Handles one envelope with the hook its kind calls for, then applies the changes the hook
-    /// requested; a failed hook changes nothing.
-    fn deliver(&mut self, env: Envelope, current: bool) -> Result<()> {
-        let mut ctx = Context::for_message(env.sender.clone());
-        ctx.current = current;
-        self.dispatch(&mut ctx, &env)?;
-        self.apply(ctx.take_requests(), Some(env))
     }
 
     /// Routes an envelope (see [`route`]): host messages and ask replies to their hooks,
@@ -166,8 +146,9 @@ impl<A: Actor> Instance<A> {
         }
     }
 
-    /// Applies a hook's requests in call order; `current` is the envelope it handled, if any.
-    fn apply(&mut self, requests: Vec<Request>, mut current: Option<Envelope>) -> Result<()> {
+    /// Applies a successful hook's requests in call order; `in_message` if it handled one
+    /// (only that can be stashed).
+    fn apply(&mut self, requests: Vec<Request>, in_message: bool) -> Result<()> {
         let changes = requests
             .into_iter()
             .map(Change::<A>::from_request)
@@ -178,20 +159,9 @@ impl<A: Actor> Instance<A> {
                 Change::Unbecome => {
                     self.behaviors.pop();
                 }
-                Change::Stash => {
-                    if let Some(env) = current.take() {
-                        self.stash.push_back(env);
-                    }
-                }
-                Change::UnstashAll => {
-                    let mut released = std::mem::take(&mut self.stash);
-                    // They go to the front: ahead of the new message, if it still waits.
-                    if let Some(ahead) = &mut self.ahead_of_new {
-                        *ahead += released.len();
-                    }
-                    released.append(&mut self.ready);
-                    self.ready = released;
-                }
+                Change::Stash if in_message => self.stash_ops.push(StashOp::Stash),
+                Change::Stash => {}
+                Change::UnstashAll => self.stash_ops.push(StashOp::UnstashAll),
             }
         }
         Ok(())
@@ -230,8 +200,6 @@ mod tests {
         others: usize,
         dead: Vec<DeadLetter>,
         timeouts: Vec<u64>,
-        /// What forwarding item 999 said.
-        forwards: Vec<String>,
     }
 
     impl Gate {
@@ -245,12 +213,6 @@ mod tests {
 
         fn common(&mut self, ctx: &mut Context, msg: Door, name: &'static str) -> Result<()> {
             match msg {
-                Door::Item(999) => {
-                    // Only ever unstashed in these tests: refused before the host is asked.
-                    let refused = ctx.forward("/user/x", &Door::Open);
-                    self.forwards
-                        .push(refused.map_or_else(|e| e.to_string(), |()| "ok".into()));
-                }
                 Door::Item(n) => self.log.push((name, path(ctx.sender()), n)),
                 Door::Fail(n) => return Err(Error::msg(format!("fail {n}"))),
                 Door::Close | Door::Pop => ctx.unbecome(),
@@ -439,31 +401,24 @@ mod tests {
         log.map(|(h, s, n)| (*h, s.as_str(), *n)).collect()
     }
 
-    #[test]
-    fn stashed_messages_come_back_in_order_with_their_senders() -> Result<()> {
-        let mut gate = Instance::<Gate>::start(b"")?;
-        send(&mut gate, "/a", Door::Item(1))?;
-        send(&mut gate, "/b", Door::Item(2))?;
-        assert!(items(&gate).is_empty());
-        assert_eq!(gate.stash.len(), 2);
-        send(&mut gate, "/c", Door::Open)?;
-        assert_eq!(items(&gate), [("open", "/a", 1), ("open", "/b", 2)]);
-        assert!(gate.stash.is_empty() && gate.ready.is_empty());
-        send(&mut gate, "/d", Door::Item(3))?;
-        assert_eq!(items(&gate)[2], ("open", "/d", 3));
-        Ok(())
+    fn ops(gate: &mut Instance<Gate>) -> Vec<StashOp> {
+        gate.take_stash_ops()
     }
 
     #[test]
-    fn an_unstashed_message_cannot_be_forwarded() -> Result<()> {
+    fn stash_requests_go_to_the_host_in_call_order_and_the_behaviour_changes() -> Result<()> {
         let mut gate = Instance::<Gate>::start(b"")?;
-        send(&mut gate, "/a", Door::Item(999))?;
+        send(&mut gate, "/a", Door::Item(1))?;
+        assert!(items(&gate).is_empty());
+        assert_eq!(ops(&mut gate), [StashOp::Stash]);
         send(&mut gate, "/c", Door::Open)?;
-        assert_eq!(gate.actor.forwards.len(), 1);
+        assert_eq!(ops(&mut gate), [StashOp::UnstashAll]);
+        // The host hands the stashed message back: the open behaviour takes it.
+        send(&mut gate, "/a", Door::Item(1))?;
+        assert_eq!(items(&gate), [("open", "/a", 1)]);
         assert!(
-            gate.actor.forwards[0].contains("unstashed or left over"),
-            "{:?}",
-            gate.actor.forwards
+            ops(&mut gate).is_empty(),
+            "each hook's requests are taken once"
         );
         Ok(())
     }
@@ -479,9 +434,10 @@ mod tests {
         send(&mut gate, "/a", Door::Pop)?;
         send(&mut gate, "/a", Door::Item(2))?;
         send(&mut gate, "/a", Door::Close)?;
+        ops(&mut gate);
         send(&mut gate, "/a", Door::Item(3))?;
         assert_eq!(items(&gate), [("loud", "/a", 1), ("open", "/a", 2)]);
-        assert_eq!(gate.stash.len(), 1);
+        assert_eq!(ops(&mut gate), [StashOp::Stash], "closed again, it stashes");
         Ok(())
     }
 
@@ -494,45 +450,48 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_unstashed_message_leaves_the_rest_ahead_of_new_ones() -> Result<()> {
-        let mut gate = Instance::<Gate>::start(b"")?;
-        send(&mut gate, "/a", Door::Item(1))?;
-        send(&mut gate, "/a", Door::Fail(2))?;
-        send(&mut gate, "/a", Door::Item(3))?;
-        let error = send(&mut gate, "/a", Door::Open)
-            .err()
-            .map(|e| e.to_string());
-        assert_eq!(error.as_deref(), Some("fail 2"));
-        assert_eq!(items(&gate), [("open", "/a", 1)]);
-        assert_eq!(gate.ready.len(), 1);
-        send(&mut gate, "/b", Door::Item(4))?;
-        assert_eq!(items(&gate)[1..], [("open", "/a", 3), ("open", "/b", 4)]);
-        Ok(())
-    }
-
-    #[test]
-    fn later_stashes_queue_behind_earlier_ones() -> Result<()> {
-        let mut gate = Instance::<Gate>::start(b"")?;
-        send(&mut gate, "/a", Door::Item(1))?;
-        send(&mut gate, "/a", Door::Open)?;
-        send(&mut gate, "/a", Door::Close)?;
-        send(&mut gate, "/a", Door::Item(2))?;
-        send(&mut gate, "/a", Door::Item(3))?;
-        send(&mut gate, "/a", Door::Open)?;
-        let seen: Vec<u32> = items(&gate).iter().map(|(_, _, n)| *n).collect();
-        assert_eq!(seen, [1, 2, 3]);
-        Ok(())
-    }
-
-    #[test]
-    fn a_failed_hook_changes_nothing() -> Result<()> {
+    fn a_failed_hook_changes_nothing_and_stashes_nothing() -> Result<()> {
         let mut gate = Instance::<Gate>::start(b"open")?;
         send(&mut gate, "/a", Door::Push)?;
         assert_eq!(gate.behaviors.len(), 2);
         assert!(send(&mut gate, "/a", Door::Fail(1)).is_err());
         assert_eq!(gate.behaviors.len(), 2);
-        assert!(gate.stash.is_empty() && gate.ready.is_empty());
+        let mut closed = Instance::<Gate>::start(b"")?;
+        assert!(ops(&mut closed).is_empty());
+        // A closed gate stashes a failing order without running it: stashing is not failing.
+        send(&mut closed, "/a", Door::Fail(2))?;
+        assert_eq!(ops(&mut closed), [StashOp::Stash]);
         Ok(())
+    }
+
+    #[test]
+    fn stash_then_unstash_in_one_hook_go_to_the_host_in_that_order() -> Result<()> {
+        let mut gate = Instance::<Stasher>::start(b"")?;
+        assert!(ops_of(&mut gate).is_empty());
+        gate.receive(Envelope::of(from("/a"), &Door::Open)?)?;
+        assert_eq!(ops_of(&mut gate), [StashOp::Stash, StashOp::UnstashAll]);
+        Ok(())
+    }
+
+    /// An actor that stashes every message and then unstashes.
+    struct Stasher;
+
+    impl Actor for Stasher {
+        type Msg = Door;
+
+        fn start(_ctx: &mut Context, _init: &[u8]) -> Result<Self> {
+            Ok(Self)
+        }
+
+        fn receive(&mut self, ctx: &mut Context, _msg: Door) -> Result<()> {
+            ctx.stash();
+            ctx.unstash_all();
+            Ok(())
+        }
+    }
+
+    fn ops_of(stasher: &mut Instance<Stasher>) -> Vec<StashOp> {
+        stasher.take_stash_ops()
     }
 
     #[test]
@@ -547,10 +506,10 @@ mod tests {
         })?;
         assert_eq!(gate.actor.others, 1);
         assert_eq!(gate.actor.terminated, who.into_iter().collect::<Vec<_>>());
-        send(&mut gate, "/a", Door::Open)?;
         assert_eq!(
-            gate.actor.others, 2,
-            "the stashed `Other` came back to unhandled"
+            ops(&mut gate),
+            [StashOp::Stash],
+            "unhandled stashed `Other`"
         );
         Ok(())
     }
@@ -576,11 +535,12 @@ mod tests {
         let mut gate = Instance::<Gate>::start(b"")?;
         gate.receive(Envelope::of(ask(5), &Door::Item(1))?)?;
         assert_eq!(
-            gate.stash.len(),
-            1,
+            ops(&mut gate),
+            [StashOp::Stash],
             "the closed gate's receive stashed the reply"
         );
         send(&mut gate, "/a", Door::Open)?;
+        gate.receive(Envelope::of(ask(5), &Door::Item(1))?)?;
         assert_eq!(items(&gate), [("open", "/system/ask/5", 1)]);
         gate.receive(Envelope::of(ask(6), &Door::Item(2))?)?;
         assert_eq!(items(&gate)[1], ("open", "/system/ask/6", 2));
@@ -622,7 +582,7 @@ mod tests {
             body: letter.encode(),
         })?;
         assert_eq!(gate.actor.dead, [letter]);
-        assert!(items(&gate).is_empty() && gate.stash.is_empty());
+        assert!(items(&gate).is_empty() && ops(&mut gate).is_empty());
         Ok(())
     }
 
@@ -648,7 +608,7 @@ mod tests {
         assert_eq!(saved, [5]);
         let mut new = Instance::<Keeper>::migrate("1", &saved)?;
         assert_eq!(new.actor.count, 5);
-        assert!(new.behaviors.is_empty() && new.pending() == 0);
+        assert!(new.behaviors.is_empty());
         new.receive(Envelope::of(None, &Door::Item(1))?)?;
         assert_eq!(new.actor.count, 6);
         old.receive(Envelope::of(None, &Door::Item(1))?)?;
@@ -704,16 +664,6 @@ mod tests {
         shop.receive(malformed)?;
         assert!(shop.take_rejected().is_some_and(|why| why.contains("JSON")));
         assert_eq!(shop.actor.orders.len(), 2);
-        Ok(())
-    }
-
-    #[test]
-    fn pending_counts_what_an_upgrade_would_drop() -> Result<()> {
-        let mut gate = Instance::<Gate>::start(b"")?;
-        assert_eq!(gate.pending(), 0);
-        send(&mut gate, "/a", Door::Item(1))?;
-        send(&mut gate, "/a", Door::Item(2))?;
-        assert_eq!(gate.pending(), 2);
         Ok(())
     }
 }

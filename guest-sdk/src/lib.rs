@@ -25,7 +25,8 @@
 //! - [`messaging`]: topics, groups and asking;
 //! - [`persistence`]: snapshots, the event journal, [`Recovery`] and durable reminders;
 //! - [`dead_letter`]: [`DeadLetter`] and its codec;
-//! - [`behavior`]: [`Behavior`], `become_`/`unbecome` and the stash;
+//! - [`behavior`]: [`Behavior`], `become_`/`unbecome`;
+//! - [`stash`]: the stash the host keeps, `stash`/`unstash_all`, `peek`/`take`;
 //! - [`upgrade`]: hot swap, [`state`] and [`from_state`];
 //! - [`actor`]: the [`Actor`] trait and [`export_actor!`];
 //! - [`error`]: [`Error`] and [`Result`];
@@ -65,14 +66,15 @@
 //!
 //! [`Context::become_`] pushes a [`Behavior`], a plain function of the actor type that handles
 //! its messages instead of [`Actor::receive`]; [`Context::unbecome`] pops it (popping the last
-//! one returns to `receive`, popping none does nothing). [`Context::stash`] keeps the message
-//! being handled, with its sender; [`Context::unstash_all`] has every stashed message handled,
-//! in stash order and each with its original sender, right after the current hook returns,
-//! before any new message and within the same call from the host. These requests take effect
-//! when the hook returns `Ok` (a failed hook changes neither behaviour nor stash), so for the
-//! next message; `start` may pick the first behaviour. If an unstashed message fails, the host
-//! gets its error and the messages still due are handled first on the next delivery. The stash
-//! lives in the instance: a restart or a stop drops it.
+//! one returns to `receive`, popping none does nothing). [`Context::stash`] sets the message
+//! being handled aside, with its sender; [`Context::unstash_all`] has every stashed message
+//! handled again, in stash order and each with its original sender, one per call from the
+//! host, before any message still in the mailbox. These requests take effect when the hook
+//! returns `Ok` (a failed hook changes neither behaviour nor stash), so for the next message;
+//! `start` may pick the first behaviour. The host keeps the stash: a restart or an upgrade of
+//! the actor keeps it, a durable stashed message is acknowledged only once handled (a crash
+//! loses none), and a stop turns it into dead letters. [`Context::peek`] and [`Context::take`]
+//! look into it at once, for selective receive.
 //!
 //! # Supervision
 //!
@@ -320,6 +322,7 @@ pub mod naming;
 pub mod persistence;
 mod routing;
 mod runtime;
+pub mod stash;
 pub mod supervision;
 pub mod timers;
 pub mod upgrade;

@@ -5,11 +5,11 @@ use std::cell::RefCell;
 use std::thread::LocalKey;
 
 use crate::actor::Actor;
-use crate::bindings::mote::actor::host;
 use crate::bindings::mote::actor::types::{
     Address, Directive, LogLevel, Message as WitMessage, StopReason,
 };
-use crate::instance::Instance;
+use crate::bindings::mote::actor::{host, stash};
+use crate::instance::{Instance, StashOp};
 use crate::message::Envelope;
 use crate::supervision::Failure;
 
@@ -38,7 +38,8 @@ fn install<A: Actor>(
     if state.with(|cell| cell.try_borrow().map(|s| s.is_some()).unwrap_or(true)) {
         return Err("actor already started".to_string());
     }
-    let instance = create()?;
+    let mut instance = create()?;
+    perform(instance.take_stash_ops());
     state.with(|cell| match cell.try_borrow_mut() {
         Ok(mut slot) => {
             *slot = Some(instance);
@@ -48,7 +49,8 @@ fn install<A: Actor>(
     })
 }
 
-/// Delivers one message, after any left over, and every message unstashed meanwhile.
+/// Delivers one message, then passes the hook's stash requests and any rejection on to the
+/// host.
 pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<(), String> {
     state.with(|cell| {
         let mut slot = cell
@@ -64,8 +66,28 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
         if let Some(reason) = instance.take_rejected() {
             host::reject(&reason);
         }
+        perform(instance.take_stash_ops());
         Ok(())
     })
+}
+
+/// Passes a hook's stash requests on to the host, in order. A message the stash has no room
+/// for is rejected: it becomes a dead letter rather than vanish.
+fn perform(ops: Vec<StashOp>) {
+    for op in ops {
+        match op {
+            StashOp::Stash => {
+                if let Err(e) = stash::stash() {
+                    let why = format!("the stash refused the message: {e:?}");
+                    host::log(LogLevel::Warn, &why);
+                    host::reject(&why);
+                }
+            }
+            StashOp::UnstashAll => {
+                stash::unstash_all();
+            }
+        }
+    }
 }
 
 /// Asks [`Actor::supervise`] about a failed child; `None` if the actor is not running.
@@ -76,28 +98,22 @@ pub fn supervise<A: Actor>(
 ) -> Option<Directive> {
     state.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
-        slot.as_mut()?.supervise(child, failure)
+        let instance = slot.as_mut()?;
+        let directive = instance.supervise(child, failure);
+        perform(instance.take_stash_ops());
+        directive
     })
 }
 
 /// Runs [`Actor::save_state`] for a hot swap: `None` if the actor is not running, and a trap
-/// (panic) if the hook fails, as WIT `save-state` has no error channel. Warns if the stash is
-/// not empty, since a successful upgrade drops it.
+/// (panic) if the hook fails, as WIT `save-state` has no error channel. The stash is the
+/// host's: it goes to the new version as it is.
 pub fn save_state<A: Actor>(state: &'static State<A>) -> Option<Vec<u8>> {
     let saved = state.with(|cell| {
         let slot = cell
             .try_borrow()
             .unwrap_or_else(|_| panic!("save-state: actor state is busy"));
-        let instance = slot.as_ref()?;
-        let pending = instance.pending();
-        if pending > 0 {
-            let message = format!(
-                "save-state: {pending} stashed or pending message(s) will be dropped if the new \
-                 version takes over"
-            );
-            host::log(LogLevel::Warn, &message);
-        }
-        Some(instance.save_state())
+        Some(slot.as_ref()?.save_state())
     })?;
     match saved {
         Ok(bytes) => bytes,
