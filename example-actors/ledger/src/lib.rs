@@ -10,7 +10,11 @@
 //! - `sink`: each `Count(n)` is journaled as an event, then taken if it is `count + 1`
 //!   (`count = n`, `sum += n`), counted in `dups` if at most `count`, else counted in `gaps`
 //!   and taken anyway. Every 64th event saves a snapshot and deletes the events it covers, so
-//!   recovery is a snapshot and a replay.
+//!   recovery is a snapshot and a replay;
+//! - `stasher <batch>`: a sink that stashes each `Count` until it holds `batch`, then takes
+//!   them, in order, as `sink` does, before stashing again: one batch by unstashing them all
+//!   (one per call), the next by taking them out of the stash in one call, and so on. `Flush`
+//!   unstashes what it holds without waiting for a full batch.
 //!
 //! Every mode replies to `Query` with its `LedgerState` (a source's `count` is how many it
 //! sent); other orders are ignored with a warning.
@@ -29,12 +33,18 @@ enum Mode {
     Relay { target: String },
     /// Checks the counts it receives.
     Sink,
+    /// Checks the counts it receives, `batch` at a time through the stash.
+    Stasher { batch: u64 },
 }
 
 /// A ledger actor: its mode and its durable state (a snapshot in every mode).
 struct Node {
     mode: Mode,
     state: LedgerState,
+    /// A stasher's unstashed counts it has still to take.
+    draining: u64,
+    /// A stasher's full batches so far.
+    batches: u64,
 }
 
 /// Takes count `n` into a sink's state: the rule shared by live counts and replayed events.
@@ -51,6 +61,17 @@ fn take(state: &mut LedgerState, n: u64) {
 }
 
 impl Node {
+    /// A sink's step: journals count `n`, takes it, and every so often snapshots.
+    fn count(&mut self, ctx: &Context, n: u64) -> Result<()> {
+        let seq = ctx.persist(&n)?;
+        take(&mut self.state, n);
+        if seq % SNAPSHOT_EVERY == 0 {
+            let covered = ctx.save_snapshot(&self.state)?;
+            ctx.delete_events(covered)?;
+        }
+        Ok(())
+    }
+
     /// A source's step: sends one more `Inc` unless all `n` are sent.
     fn next(&mut self, ctx: &Context, n: u64, target: &str) -> Result<()> {
         if self.state.count >= n {
@@ -80,13 +101,16 @@ impl Actor for Node {
                 target: init_arg(&words, 1, "target-path")?,
             },
             "sink" => Mode::Sink,
+            "stasher" => Mode::Stasher {
+                batch: init_arg(&words, 1, "batch")?,
+            },
             other => {
                 let why = format!("unknown mode `{other}` (source, relay or sink)");
                 return Err(mote_guest::Error::msg(why));
             }
         };
         let state = match mode {
-            Mode::Sink => ctx
+            Mode::Sink | Mode::Stasher { .. } => ctx
                 .recover::<LedgerState, u64>()?
                 .fold(LedgerState::default, take)?,
             Mode::Source { .. } | Mode::Relay { .. } => {
@@ -99,7 +123,12 @@ impl Actor for Node {
         {
             ctx.tell(&ctx.myself(), &Ledger::Next)?;
         }
-        Ok(Self { mode, state })
+        Ok(Self {
+            mode,
+            state,
+            draining: 0,
+            batches: 0,
+        })
     }
 
     fn receive(&mut self, ctx: &mut Context, msg: Ledger) -> Result<()> {
@@ -116,14 +145,36 @@ impl Actor for Node {
                 ctx.save_snapshot(&self.state)?;
                 ctx.tell_path(target, &Ledger::Count(self.state.count))?;
             }
-            (Mode::Sink, Ledger::Count(n)) => {
-                let seq = ctx.persist(&n)?;
-                take(&mut self.state, n);
-                if seq % SNAPSHOT_EVERY == 0 {
-                    let covered = ctx.save_snapshot(&self.state)?;
-                    ctx.delete_events(covered)?;
+            (Mode::Sink, Ledger::Count(n)) => self.count(ctx, n)?,
+            (Mode::Stasher { batch }, Ledger::Count(n)) => {
+                if self.draining > 0 {
+                    self.draining -= 1;
+                    self.count(ctx, n)?;
+                } else if u64::from(ctx.stashed()) + 1 < *batch {
+                    ctx.stash();
+                } else {
+                    self.batches += 1;
+                    if self.batches % 2 == 1 {
+                        ctx.stash();
+                        self.draining = u64::from(ctx.stashed()) + 1;
+                        ctx.unstash_all();
+                    } else {
+                        // Out of the stash in this call: older first, then this one.
+                        while let Some(env) = ctx.take(None) {
+                            match env.decode::<Ledger>()? {
+                                Ledger::Count(m) => self.count(ctx, m)?,
+                                other => ctx.warn(&format!("stashed {other:?}?")),
+                            }
+                        }
+                        self.count(ctx, n)?;
+                    }
                 }
             }
+            (Mode::Stasher { .. }, Ledger::Flush) if self.draining == 0 => {
+                self.draining = u64::from(ctx.stashed());
+                ctx.unstash_all();
+            }
+            (Mode::Stasher { .. }, Ledger::Flush) => {}
             (_, other) => ctx.warn(&format!("ignoring {other:?} in this mode")),
         }
         Ok(())

@@ -112,6 +112,16 @@ pub enum Gate {
     Close,
     /// An item, reported when it passes the open gate.
     Item(u32),
+    /// Traps: the gate restarts, closed, with its stash as it was.
+    Fail,
+    /// Takes the oldest stashed message of this kind out of order and reports its body's
+    /// first byte as `took` (`none` if there is none).
+    Take(String),
+    /// Reports the first byte of the oldest stashed message of this kind as `peeked`, leaving
+    /// it stashed (`none` if there is none).
+    Peek(String),
+    /// Reports how many messages the stash holds, as `stashed`.
+    Stashed,
 }
 
 /// Orders for the ticker actor, and the `Fired` message its timers deliver.
@@ -187,6 +197,8 @@ pub enum Ledger {
     Count(u64),
     /// Asks for a `LedgerState` reply.
     Query,
+    /// A stasher takes everything it has stashed now, without waiting for a full batch.
+    Flush,
 }
 
 /// A ledger actor's state, in answer to `Ledger::Query` (a source's `count` is what it sent).
