@@ -48,11 +48,17 @@ pub enum Quota {
     NotOwned,
     /// Log lines past the log budget (dropped, not refused: the guest is not told).
     Log,
+    /// HTTP call-outs in flight or uncollected at once.
+    Callouts,
+    /// A call-out timeout past the maximum.
+    CalloutTimeout,
+    /// A call-out response body past the maximum (the outcome is `too-large`).
+    CalloutBody,
 }
 
 impl Quota {
     /// Every kind, in counter order.
-    pub const ALL: [Quota; 15] = [
+    pub const ALL: [Quota; 18] = [
         Quota::Timers,
         Quota::TimerPeriod,
         Quota::Reminders,
@@ -68,6 +74,9 @@ impl Quota {
         Quota::ReservedKind,
         Quota::NotOwned,
         Quota::Log,
+        Quota::Callouts,
+        Quota::CalloutTimeout,
+        Quota::CalloutBody,
     ];
 
     /// The name used in counters, `mote tree` and the docs.
@@ -88,6 +97,9 @@ impl Quota {
             Quota::ReservedKind => "reserved-kind",
             Quota::NotOwned => "not-owned",
             Quota::Log => "log",
+            Quota::Callouts => "callouts",
+            Quota::CalloutTimeout => "callout-timeout",
+            Quota::CalloutBody => "callout-body",
         }
     }
 }
@@ -135,6 +147,14 @@ pub struct Quotas {
     /// Live descendants an actor may have at once: children, their children and so on
     /// (default 10,000). A spawn past it, at any ancestor, is refused.
     pub descendants: usize,
+    /// HTTP call-outs an actor may have at once, in flight or with an outcome not yet taken
+    /// (default 64).
+    pub callouts: usize,
+    /// The longest timeout of a call-out (default 60 s); a request's 0 means this.
+    pub max_callout_timeout: Duration,
+    /// The largest call-out response body, in bytes (default 4 MiB); past it the outcome is
+    /// `too-large`.
+    pub max_callout_response_bytes: usize,
 }
 
 impl Default for Quotas {
@@ -155,6 +175,9 @@ impl Default for Quotas {
             watches: 1_000,
             aliases: 16,
             descendants: 10_000,
+            callouts: 64,
+            max_callout_timeout: Duration::from_secs(60),
+            max_callout_response_bytes: 4 << 20,
         }
     }
 }
@@ -178,6 +201,11 @@ impl Quotas {
             watches: self.watches.min(parent.watches),
             aliases: self.aliases.min(parent.aliases),
             descendants: self.descendants.min(parent.descendants),
+            callouts: self.callouts.min(parent.callouts),
+            max_callout_timeout: self.max_callout_timeout.min(parent.max_callout_timeout),
+            max_callout_response_bytes: self
+                .max_callout_response_bytes
+                .min(parent.max_callout_response_bytes),
         }
     }
 

@@ -43,6 +43,9 @@
 //! watches = 1000
 //! aliases = 16
 //! descendants = 10000
+//! callouts = 64
+//! max_callout_timeout_ms = 60000
+//! max_callout_response_bytes = 4194304
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
 //! kind = "counters"
@@ -150,6 +153,9 @@ struct RawQuotas {
     watches: Option<usize>,
     aliases: Option<usize>,
     descendants: Option<usize>,
+    callouts: Option<usize>,
+    max_callout_timeout_ms: Option<u64>,
+    max_callout_response_bytes: Option<usize>,
 }
 
 impl RawQuotas {
@@ -173,6 +179,13 @@ impl RawQuotas {
             watches: self.watches.unwrap_or(d.watches),
             aliases: self.aliases.unwrap_or(d.aliases),
             descendants: self.descendants.unwrap_or(d.descendants),
+            callouts: self.callouts.unwrap_or(d.callouts),
+            max_callout_timeout: self
+                .max_callout_timeout_ms
+                .map_or(d.max_callout_timeout, ms),
+            max_callout_response_bytes: self
+                .max_callout_response_bytes
+                .unwrap_or(d.max_callout_response_bytes),
         }
     }
 }

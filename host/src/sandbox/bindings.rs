@@ -35,9 +35,14 @@ impl From<Quota> for WitQuota {
             Quota::Aliases => WitQuota::Aliases,
             // Refusals the guest is not told as a quota: a reserved kind has its own error
             // case, and a dropped log line is not an error at all.
-            Quota::NameLength | Quota::ReservedKind | Quota::NotOwned | Quota::Log => {
-                WitQuota::NameLength
-            }
+            // Call-out refusals have their own error type (`callouts.callout-error`).
+            Quota::NameLength
+            | Quota::ReservedKind
+            | Quota::NotOwned
+            | Quota::Log
+            | Quota::Callouts
+            | Quota::CalloutTimeout
+            | Quota::CalloutBody => WitQuota::NameLength,
         }
     }
 }
