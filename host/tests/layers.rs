@@ -258,6 +258,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "forwarding",
         "lookup",
         "naming",
+        "callouts",
         "wasi",
     ];
     for unit in units {
