@@ -25,7 +25,7 @@
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
 //!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
-//!    │         forwarding · lookup · naming · wasi
+//!    │         forwarding · lookup · naming · callouts · wasi
 //!    │         · capability (the Capability trait, Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
