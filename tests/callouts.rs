@@ -375,3 +375,32 @@ async fn a_stopped_actor_s_call_outs_are_aborted_and_send_no_news() {
     assert_eq!(letter.envelope.kind, "marker", "{letter:?}");
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_aborts_the_call_outs_of_the_failed_instance() {
+    let system = system(HostConfig::new());
+    let mut outcomes = fetcher(&system, "fetcher");
+    let mut decisions = system.subscribe_supervision();
+    let mut server = Server::start(Reply::held(200, b"for the old instance")).await;
+    started(get(&system, &server.url, 0).await);
+    server.next_request().await;
+    tell(&system, "/user/f", &Fetch::Crash);
+    next_decision(&mut decisions).await;
+    // The failed instance's call-out is aborted: the server sees the connection closed.
+    assert_eq!(server.next_request().await, "closed");
+    // The new instance works, and hears only of its own call-outs.
+    let pong: Fetched = ask_as(&system, "/user/f", &Fetch::Ping(3)).await;
+    assert_eq!(pong, Fetched::Pong(3));
+    let id = started(get(&system, &server.url, 0).await);
+    server.next_request().await;
+    server.release(1);
+    assert_eq!(
+        next_as::<Fetched>(&mut outcomes).await,
+        Fetched::Response {
+            id,
+            status: 200,
+            body: b"for the old instance".to_vec()
+        }
+    );
+    system.shutdown().await.unwrap();
+}

@@ -2,7 +2,8 @@
 //! once with `Fetched::Started(id)` (or `Refused`); the actor keeps answering `Fetch::Ping`
 //! while the request is in flight, and when the outcome arrives it tells its observer (init:
 //! `<observer path>`) `Fetched::Response` or `Fetched::Failed`. `Fetch::Burst` starts call-outs
-//! until one is refused (its quota) and answers how many started. Needs the `wasi:http` grant.
+//! until one is refused (its quota) and answers how many started; `Fetch::Crash` panics (its
+//! call-outs die with the instance). Needs the `wasi:http` grant.
 
 use std::time::Duration;
 
@@ -55,6 +56,7 @@ impl Actor for Fetcher {
                 })
             }
             Fetch::Ping(n) => ctx.reply(&Fetched::Pong(n)),
+            Fetch::Crash => panic!("asked to crash"),
         }
     }
 

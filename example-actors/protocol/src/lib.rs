@@ -428,6 +428,8 @@ pub enum Fetch {
     },
     /// Answered with `Pong(n)` at once: the fetcher is responsive.
     Ping(u32),
+    /// Panics, so that its supervisor restarts it.
+    Crash,
 }
 
 /// What the fetcher answers, and what it tells its observer of an outcome.
