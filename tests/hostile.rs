@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mote_example_protocol::{Counter, Journal, JournalState};
+use mote_example_protocol::{Counter, Fetch, Fetched, Journal, JournalState};
 use mote_host::{ActorSystem, DeadLetterReason, HostConfig, Quota, Quotas};
 use mote_tests::*;
 
@@ -572,4 +572,58 @@ async fn aliases_stop_at_the_quota_and_die_with_their_actor() {
     assert!(system.lookup("/system/alias/a0").is_some());
     assert!(system.stop("/user/attacker"));
     wait_until(|| system.lookup("/system/alias/a0").is_none()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_out_flood_stops_at_the_quota_and_the_sibling_keeps_answering() {
+    count_logs();
+    let system = hostile(HostConfig::new(), &["counter"]);
+    let fetcher = std::fs::read(mote_test_programs::path("fetcher").unwrap()).unwrap();
+    system
+        .deploy_granted("fetcher", "0", &fetcher, &["wasi:http".to_owned()])
+        .unwrap();
+    system.spawn("victim", "counter", b"5").unwrap();
+    // A server that accepts every connection and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    system.spawn("attacker", "fetcher", b"").unwrap();
+    let n = 20_000;
+    let flood = tokio::spawn({
+        let system = system.clone();
+        async move {
+            let burst = Fetch::Burst { url, n };
+            ask_as::<_, Fetched>(&system, "/user/attacker", &burst).await
+        }
+    });
+    let mut latencies = Vec::new();
+    while !flood.is_finished() || latencies.len() < 100 {
+        let asked = Instant::now();
+        let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
+        latencies.push(asked.elapsed());
+        assert_eq!(value, Counter::Value(5));
+    }
+    let quota = Quotas::default().callouts as u32;
+    assert_eq!(
+        flood.await.unwrap(),
+        Fetched::Burst {
+            started: quota,
+            refused: n - quota,
+            why: format!("CalloutError::TooMany({quota})"),
+        }
+    );
+    assert_eq!(refusals(&system, Quota::Callouts), u64::from(n - quota));
+    latencies.sort();
+    let p99 = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    assert!(p99 < RESPONSIVE, "the sibling answered in {p99:?} at p99");
+    // The attacker's call-outs are still held by the server; it answers all the same.
+    let pong: Fetched = ask_as(&system, "/user/attacker", &Fetch::Ping(1)).await;
+    assert_eq!(pong, Fetched::Pong(1));
+    server.abort();
+    system.shutdown().await.unwrap();
 }

@@ -2,6 +2,7 @@
 //! macro that exposes one as the component's `actor`, `supervisor` and `upgrade` exports.
 
 use crate::bindings::mote::actor::types::{Address, Directive, StopReason};
+use crate::callouts::{CalloutError, HttpResponse};
 use crate::context::Context;
 use crate::dead_letter::DeadLetter;
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use crate::supervision::Failure;
 /// An actor: state created by `start`, then one `receive` per message of its kind.
 ///
 /// Host messages and ask replies take their own hooks: `terminated`, `dead_letter`,
-/// `ask_timeout` and `answered` (which by default hands replies on to `receive`).
+/// `ask_timeout`, `http_response` and `answered` (which by default hands replies on to `receive`).
 ///
 /// While a [`Behavior`](crate::Behavior) pushed by [`Context::become_`] is on top of the
 /// behaviour stack, it handles `Self::Msg` instead of `receive`.
@@ -70,6 +71,19 @@ pub trait Actor: Sized + 'static {
     fn answered(&mut self, ctx: &mut Context, id: u64, reply: Envelope) -> Result<()> {
         let _ = (id, reply);
         ctx.handle_as_message = true;
+        Ok(())
+    }
+
+    /// Handles the outcome of the HTTP call-out `id` returned by [`Context::http_request`]
+    /// (announced by a message of kind [`HTTP_RESPONSE`](crate::message::HTTP_RESPONSE)): the
+    /// response, read whole, or why there is none. By default ignores it.
+    fn http_response(
+        &mut self,
+        ctx: &mut Context,
+        id: u64,
+        outcome: core::result::Result<HttpResponse, CalloutError>,
+    ) -> Result<()> {
+        let _ = (ctx, id, outcome);
         Ok(())
     }
 

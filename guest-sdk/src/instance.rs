@@ -125,6 +125,11 @@ impl<A: Actor> Instance<A> {
                     Ok(())
                 }
             }
+            Route::HttpResponse(id) => match crate::callouts::take(id) {
+                Some(outcome) => self.actor.http_response(ctx, id, outcome),
+                // Taken already: nothing to hand over.
+                None => Ok(()),
+            },
             Route::Message | Route::Unhandled => self.handle(ctx, env),
             Route::Ignore(why) => {
                 ctx.warn(&why);

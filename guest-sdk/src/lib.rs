@@ -309,6 +309,7 @@ pub mod actor;
 pub mod behavior;
 #[allow(missing_docs)]
 pub mod bindings;
+pub mod callouts;
 pub mod clock;
 pub mod context;
 pub mod dead_letter;
@@ -334,11 +335,13 @@ pub use bindings::mote::actor::types::{
     Address, Directive, FailureKind, LogLevel, Scope, SendError, SpawnError, SpawnOptions,
     StopReason, Strategy,
 };
+pub use callouts::{CalloutError, HttpRequest, HttpResponse};
 pub use context::Context;
 pub use dead_letter::DeadLetter;
 pub use error::{Error, Result};
 pub use message::{
-    ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Encoding, Envelope, Message, TERMINATED, decode, encode,
+    ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Encoding, Envelope, HTTP_RESPONSE, Message, TERMINATED,
+    decode, encode,
 };
 pub use messaging::DEAD_LETTERS_TOPIC;
 pub use persistence::{Events, Recovery};

@@ -41,6 +41,11 @@ pub const DEAD_LETTER: &str = "mote.deadletter";
 /// [`Actor::ask_timeout`](crate::Actor::ask_timeout).
 pub const ASK_TIMEOUT: &str = "mote.ask-timeout";
 
+/// The kind of the message the host sends when an HTTP call-out ends: no sender, body = the
+/// call-out id (u64, little-endian). The runtime takes the outcome from the host and routes it
+/// to [`Actor::http_response`](crate::Actor::http_response).
+pub const HTTP_RESPONSE: &str = "mote.http.response";
+
 /// The path prefix of the sender of an ask's reply or timeout: `/system/ask/<id>`, whose
 /// incarnation is the ask id. The runtime routes such replies to
 /// [`Actor::answered`](crate::Actor::answered).

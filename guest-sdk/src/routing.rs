@@ -3,7 +3,7 @@
 
 use crate::bindings::mote::actor::types::Address;
 use crate::dead_letter::DeadLetter;
-use crate::message::{ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Envelope, TERMINATED};
+use crate::message::{ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Envelope, HTTP_RESPONSE, TERMINATED};
 
 /// Where one message goes.
 #[derive(Debug, PartialEq)]
@@ -16,6 +16,8 @@ pub(crate) enum Route {
     AskTimeout(u64),
     /// `answered`, a reply to this ask id.
     Answer(u64),
+    /// `http_response`, the outcome of this call-out id.
+    HttpResponse(u64),
     /// The top behaviour or `receive`: the kind is the actor's `Msg`.
     Message,
     /// `unhandled`: any other kind.
@@ -43,6 +45,10 @@ pub(crate) fn route(env: &Envelope, msg_kind: &str) -> Route {
         ASK_TIMEOUT => match ask_id {
             Some(id) => Route::AskTimeout(id),
             None => Route::Ignore(format!("ignoring a `{ASK_TIMEOUT}` not from an ask")),
+        },
+        HTTP_RESPONSE => match (&env.sender, <[u8; 8]>::try_from(env.body.as_slice())) {
+            (None, Ok(id)) => Route::HttpResponse(u64::from_le_bytes(id)),
+            _ => Route::Ignore(format!("ignoring a malformed `{HTTP_RESPONSE}`")),
         },
         _ => match ask_id {
             Some(id) => Route::Answer(id),
@@ -123,6 +129,16 @@ mod tests {
                     .to_string()
             )
         );
+    }
+
+    #[test]
+    fn call_out_news_carries_its_id() {
+        let news = env(None, HTTP_RESPONSE, 7u64.to_le_bytes().to_vec());
+        assert_eq!(route(&news, "Tick"), Route::HttpResponse(7));
+        let short = env(None, HTTP_RESPONSE, vec![7]);
+        assert!(matches!(route(&short, "Tick"), Route::Ignore(_)));
+        let forged = env(Some("/user/a"), HTTP_RESPONSE, 7u64.to_le_bytes().to_vec());
+        assert!(matches!(route(&forged, "Tick"), Route::Ignore(_)));
     }
 
     impl Route {

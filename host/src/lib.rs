@@ -25,7 +25,7 @@
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
 //!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
-//!    │         forwarding · lookup · naming · wasi
+//!    │         forwarding · lookup · naming · callouts · wasi
 //!    │         · capability (the Capability trait, Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
@@ -80,6 +80,7 @@ pub fn tune_allocator() {
 
 pub use actor::supervisor::{Directive, FailureKind, Scope, Strategy};
 pub use address::{ActorPath, Address, SYSTEM_ROOT, USER_ROOT, validate_name};
+pub use caps::callouts::HTTP_RESPONSE_KIND;
 pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
 pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;

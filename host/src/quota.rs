@@ -50,11 +50,17 @@ pub enum Quota {
     NotOwned,
     /// Log lines past the log budget (dropped, not refused: the guest is not told).
     Log,
+    /// HTTP call-outs in flight or uncollected at once.
+    Callouts,
+    /// A call-out timeout past the maximum.
+    CalloutTimeout,
+    /// A call-out response body past the maximum (the outcome is `too-large`).
+    CalloutBody,
 }
 
 impl Quota {
     /// Every kind, in counter order.
-    pub const ALL: [Quota; 16] = [
+    pub const ALL: [Quota; 19] = [
         Quota::Timers,
         Quota::TimerPeriod,
         Quota::Reminders,
@@ -71,6 +77,9 @@ impl Quota {
         Quota::ReservedKind,
         Quota::NotOwned,
         Quota::Log,
+        Quota::Callouts,
+        Quota::CalloutTimeout,
+        Quota::CalloutBody,
     ];
 
     /// The name used in counters, `mote tree` and the docs.
@@ -92,6 +101,9 @@ impl Quota {
             Quota::ReservedKind => "reserved-kind",
             Quota::NotOwned => "not-owned",
             Quota::Log => "log",
+            Quota::Callouts => "callouts",
+            Quota::CalloutTimeout => "callout-timeout",
+            Quota::CalloutBody => "callout-body",
         }
     }
 }
@@ -143,6 +155,14 @@ pub struct Quotas {
     /// Live descendants an actor may have at once: children, their children and so on
     /// (default 10,000). A spawn past it, at any ancestor, is refused.
     pub descendants: usize,
+    /// HTTP call-outs an actor may have at once, in flight or with an outcome not yet taken
+    /// (default 64).
+    pub callouts: usize,
+    /// The longest timeout of a call-out (default 60 s); a request's 0 means this.
+    pub max_callout_timeout: Duration,
+    /// The largest call-out response body, in bytes (default 4 MiB); past it the outcome is
+    /// `too-large`.
+    pub max_callout_response_bytes: usize,
 }
 
 impl Default for Quotas {
@@ -165,6 +185,9 @@ impl Default for Quotas {
             stash: 10_000,
             stash_bytes: 32 << 20,
             descendants: 10_000,
+            callouts: 64,
+            max_callout_timeout: Duration::from_secs(60),
+            max_callout_response_bytes: 4 << 20,
         }
     }
 }
@@ -190,6 +213,11 @@ impl Quotas {
             stash: self.stash.min(parent.stash),
             stash_bytes: self.stash_bytes.min(parent.stash_bytes),
             descendants: self.descendants.min(parent.descendants),
+            callouts: self.callouts.min(parent.callouts),
+            max_callout_timeout: self.max_callout_timeout.min(parent.max_callout_timeout),
+            max_callout_response_bytes: self
+                .max_callout_response_bytes
+                .min(parent.max_callout_response_bytes),
         }
     }
 

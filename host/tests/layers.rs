@@ -259,6 +259,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "lookup",
         "naming",
         "stashing",
+        "callouts",
         "wasi",
     ];
     for unit in units {

@@ -48,4 +48,5 @@ pub const NAMES: &[&str] = &[
     "forwarder",
     "finder",
     "js_http_fetch",
+    "fetcher",
 ];

@@ -420,6 +420,66 @@ impl VersionedCore {
     }
 }
 
+/// The fetcher's requests (HTTP call-outs), each answered with a [`Fetched`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Fetch {
+    /// Starts a call-out `GET url` (timeout in ms, 0 for the host's maximum); answered at once
+    /// with `Started(id)` or `Refused(why)`, the outcome goes to the fetcher's observer later.
+    Get {
+        /// The URL.
+        url: String,
+        /// The timeout, in ms.
+        timeout_ms: u64,
+    },
+    /// Starts `n` call-outs of `url` at once; answered with `Burst`.
+    Burst {
+        /// The URL.
+        url: String,
+        /// How many.
+        n: u32,
+    },
+    /// Answered with `Pong(n)` at once: the fetcher is responsive.
+    Ping(u32),
+    /// Panics, so that its supervisor restarts it.
+    Crash,
+}
+
+/// What the fetcher answers, and what it tells its observer of an outcome.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Fetched {
+    /// A call-out started with this id.
+    Started(u64),
+    /// A call-out was refused (the host's error, debug-printed).
+    Refused(String),
+    /// Of a burst: how many started, how many were refused and the last refusal.
+    Burst {
+        /// Started.
+        started: u32,
+        /// Refused.
+        refused: u32,
+        /// The last refusal (debug-printed), empty if none.
+        why: String,
+    },
+    /// The answer to `Ping(n)`.
+    Pong(u32),
+    /// Call-out `id` got a response.
+    Response {
+        /// The call-out id.
+        id: u64,
+        /// The status code.
+        status: u16,
+        /// The body.
+        body: Vec<u8>,
+    },
+    /// Call-out `id` got no response (the host's error, debug-printed).
+    Failed {
+        /// The call-out id.
+        id: u64,
+        /// Why.
+        error: String,
+    },
+}
+
 mote_guest::message!(
     PingPong,
     Counter,
@@ -442,6 +502,8 @@ mote_guest::message!(
     ClockReading,
     Find,
     Found,
+    Fetch,
+    Fetched,
 );
 
 mote_guest::message!(Versioned, VersionedState);

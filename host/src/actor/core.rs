@@ -25,6 +25,8 @@ pub(crate) struct ActorCore {
     pub(crate) parent: Option<Address>,
     /// The name of the module it runs (the owner of its durable state).
     pub(crate) module: Arc<str>,
+    /// What its module was granted beyond the defaults (`wasi:http`).
+    pub(crate) grants: Arc<[String]>,
     pub(crate) limits: Limits,
     /// What the actor was refused so far, by quota.
     pub(crate) refusals: Arc<Refusals>,
@@ -98,6 +100,7 @@ impl ActorCore {
             me,
             parent,
             module,
+            grants: Arc::new([]),
             limits,
             refusals,
             lineage,
@@ -129,6 +132,7 @@ impl ActorCore {
                 self.lineage.clone(),
             ),
         );
+        next.grants = self.grants.clone();
         next.children = self.children.clone();
         next.supervisor = self.supervisor.clone();
         next.step = Step::held(self.step.holds());

@@ -3,6 +3,7 @@
 //! linking and grants, and its hooks. This list is the whole registration: a new capability is
 //! its unit, its WIT interface, and one line here.
 
+pub(crate) mod callouts;
 pub(crate) mod capability;
 pub(crate) mod clock;
 pub(crate) mod forwarding;
@@ -42,6 +43,8 @@ capabilities! {
     naming: naming::Naming,
     /// `mote:actor/stash`: messages set aside by their actor, kept by the host.
     stash: stashing::Stashing,
+    /// `mote:actor/callouts`: HTTP requests whose outcome comes back as a message.
+    callouts: callouts::Callouts,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

@@ -45,6 +45,9 @@
 //! stash = 10000
 //! stash_bytes = 33554432
 //! descendants = 10000
+//! callouts = 64
+//! max_callout_timeout_ms = 60000
+//! max_callout_response_bytes = 4194304
 //!
 //! [[entity]]                 # virtual actors: /user/counters/<id> activates on a message
 //! kind = "counters"
@@ -154,6 +157,9 @@ struct RawQuotas {
     stash: Option<usize>,
     stash_bytes: Option<usize>,
     descendants: Option<usize>,
+    callouts: Option<usize>,
+    max_callout_timeout_ms: Option<u64>,
+    max_callout_response_bytes: Option<usize>,
 }
 
 impl RawQuotas {
@@ -179,6 +185,13 @@ impl RawQuotas {
             stash: self.stash.unwrap_or(d.stash),
             stash_bytes: self.stash_bytes.unwrap_or(d.stash_bytes),
             descendants: self.descendants.unwrap_or(d.descendants),
+            callouts: self.callouts.unwrap_or(d.callouts),
+            max_callout_timeout: self
+                .max_callout_timeout_ms
+                .map_or(d.max_callout_timeout, ms),
+            max_callout_response_bytes: self
+                .max_callout_response_bytes
+                .unwrap_or(d.max_callout_response_bytes),
         }
     }
 }

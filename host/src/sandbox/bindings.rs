@@ -34,13 +34,16 @@ impl From<Quota> for WitQuota {
             Quota::InitSize => WitQuota::InitSize,
             Quota::Aliases => WitQuota::Aliases,
             // Refusals the guest is not told as a quota: a reserved kind has its own error
-            // case, a full stash is the stash's own error, and a dropped log line is not an
-            // error at all.
+            // case, a full stash and call-outs have their interface's own error types, and a
+            // dropped log line is not an error at all.
             Quota::NameLength
             | Quota::ReservedKind
             | Quota::NotOwned
+            | Quota::Log
             | Quota::Stash
-            | Quota::Log => WitQuota::NameLength,
+            | Quota::Callouts
+            | Quota::CalloutTimeout
+            | Quota::CalloutBody => WitQuota::NameLength,
         }
     }
 }

@@ -225,7 +225,7 @@ impl Cell {
 
     /// Instantiates the module and calls `start`.
     async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
-        let core = ActorCore::new(
+        let mut core = ActorCore::new(
             self.kernel.clone(),
             self.me.address.clone(),
             self.parent.clone(),
@@ -237,6 +237,7 @@ impl Cell {
                 self.lineage.clone(),
             ),
         );
+        core.grants = self.module.grants.as_slice().into();
         let origin = match (self.carried.take(), restart_cause.as_deref()) {
             (Some(old), Some(cause)) => Origin::Restarted { old, cause },
             _ => Origin::Spawned,
