@@ -13,6 +13,8 @@ pub struct Envelope {
     pub body: Vec<u8>,
     /// Set on a durable message: what its receiver acknowledges once it has handled it.
     pub(crate) receipt: Option<Receipt>,
+    /// Sent on the receiver's urgent lane, ahead of its ordinary messages.
+    pub(crate) urgent: bool,
 }
 
 impl Envelope {
@@ -23,6 +25,7 @@ impl Envelope {
             kind: kind.into(),
             body,
             receipt: None,
+            urgent: false,
         }
     }
 }

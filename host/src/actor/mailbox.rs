@@ -1,8 +1,10 @@
-//! Mailboxes: two lanes per actor and the handle (`ActorRef`) that senders hold.
+//! Mailboxes: three lanes per actor and the handle (`ActorRef`) that senders hold.
 //!
 //! Invariants:
-//! - The system lane (stop, failures, directives, watch) is always served before the user lane.
-//! - Per sender->receiver pair, user messages arrive in send order (one FIFO channel per actor).
+//! - The system lane (stop, failures, directives, watch) is always served before the user
+//!   lanes, and the urgent lane (user messages a sender marked urgent) before the ordinary one.
+//! - Per sender->receiver pair and lane, user messages arrive in send order (one FIFO channel
+//!   per lane); an urgent message may overtake ordinary ones sent before it.
 //! - The user lane holds at most its capacity of messages and of bytes of bodies; a send
 //!   beyond either is refused, and the sender learns it (a dead letter from an actor, an error from the API). Host messages
 //!   (`mote.terminated`) are exempt so a full mailbox cannot swallow them.
@@ -55,6 +57,10 @@ pub(crate) enum SystemMsg {
     Unwatch(Address),
     /// Swap to another version of the module, after the current message.
     Upgrade(UpgradeRequest),
+    /// Handle no user message until `Activate` (the parent's call).
+    Deactivate,
+    /// Handle user messages again.
+    Activate,
 }
 
 /// A request to run another version of the actor's module (see `deploy::upgrade`).
@@ -133,11 +139,13 @@ pub(crate) enum Refused {
     Closed(Envelope),
 }
 
-/// How much a mailbox holds now: messages and bytes of bodies on its user lane.
+/// How much a mailbox holds now: messages and bytes of bodies on its user lanes.
 #[derive(Debug, Default)]
 pub(crate) struct Depth {
     messages: AtomicUsize,
     bytes: AtomicUsize,
+    /// Of the messages, those on the urgent lane (so an empty urgent lane costs one load).
+    urgent: AtomicUsize,
 }
 
 impl Depth {
@@ -194,6 +202,8 @@ pub(crate) struct ActorRef {
     /// The module version the actor runs now; an upgrade changes it.
     pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
     pub(crate) user: mpsc::UnboundedSender<UserMsg>,
+    /// The urgent lane: user messages served before the ordinary ones.
+    pub(crate) urgent: mpsc::UnboundedSender<UserMsg>,
     pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
     /// Messages (and bytes) queued on the user lane now.
@@ -206,6 +216,7 @@ pub(crate) struct ActorRef {
 /// The receiving side, owned by the actor's cell.
 pub(crate) struct Mailbox {
     pub(crate) user: mpsc::UnboundedReceiver<UserMsg>,
+    pub(crate) urgent: mpsc::UnboundedReceiver<UserMsg>,
     pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
     pub(crate) depth: Arc<Depth>,
 }
@@ -217,6 +228,7 @@ pub(crate) fn mailbox(
     capacity: Capacity,
 ) -> (ActorRef, Mailbox) {
     let (user_tx, user_rx) = mpsc::unbounded_channel();
+    let (urgent_tx, urgent_rx) = mpsc::unbounded_channel();
     let (system_tx, system_rx) = mpsc::unbounded_channel();
     let depth = Arc::new(Depth::default());
     let refusals = labels.is_some().then(Arc::default);
@@ -226,6 +238,7 @@ pub(crate) fn mailbox(
         module: labels.as_ref().map(|(name, _)| name.clone()),
         version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
         user: user_tx,
+        urgent: urgent_tx,
         system: Some(system_tx),
         lifeline: Arc::default(),
         depth: depth.clone(),
@@ -235,6 +248,7 @@ pub(crate) fn mailbox(
         handle,
         Mailbox {
             user: user_rx,
+            urgent: urgent_rx,
             system: system_rx,
             depth,
         },
@@ -287,9 +301,18 @@ impl ActorRef {
     }
 
     fn push(&self, envelope: Envelope, size: usize) -> Result<(), Refused> {
-        match self.user.send(UserMsg::Message(envelope)) {
+        let (lane, urgent) = if envelope.urgent {
+            self.depth.urgent.fetch_add(1, Ordering::Relaxed);
+            (&self.urgent, true)
+        } else {
+            (&self.user, false)
+        };
+        match lane.send(UserMsg::Message(envelope)) {
             Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
                 self.depth.sub(size);
+                if urgent {
+                    self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
+                }
                 Err(Refused::Closed(envelope))
             }
             _ => Ok(()),
@@ -303,24 +326,44 @@ impl ActorRef {
 }
 
 impl Mailbox {
-    /// Takes the next user message if one is queued.
+    /// Takes the next user message if one is queued: an urgent one first.
     pub(crate) fn try_next(&mut self) -> Result<UserMsg, mpsc::error::TryRecvError> {
+        if self.depth.urgent.load(Ordering::Relaxed) > 0
+            && let Ok(msg) = self.urgent.try_recv()
+        {
+            self.took(&msg);
+            return Ok(msg);
+        }
         let msg = self.user.try_recv()?;
         self.took(&msg);
         Ok(msg)
     }
 
-    /// Waits for the next user message; `None` once every sender is gone.
+    /// Waits for the next user message, an urgent one first; `None` once every sender is gone.
     pub(crate) async fn next(&mut self) -> Option<UserMsg> {
-        let msg = self.user.recv().await?;
+        let msg = tokio::select! {
+            biased;
+            Some(msg) = self.urgent.recv() => msg,
+            msg = self.user.recv() => msg?,
+        };
         self.took(&msg);
         Some(msg)
     }
 
+    /// Accounts for a user message taken off a lane.
     pub(crate) fn took(&self, msg: &UserMsg) {
         if let UserMsg::Message(envelope) = msg {
             self.depth.sub(envelope.body.len());
+            if envelope.urgent {
+                self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Closes both user lanes: later sends are refused.
+    pub(crate) fn close_user(&mut self) {
+        self.user.close();
+        self.urgent.close();
     }
 }
 

@@ -229,7 +229,7 @@ impl Kernel {
         mut mailbox: Mailbox,
     ) {
         self.registry.remove(&me.address);
-        mailbox.user.close();
+        mailbox.close_user();
         while let Ok(UserMsg::Message(envelope)) = mailbox.try_next() {
             self.dead_letter(envelope, me.address.to_string(), DeadLetterReason::Stopped);
         }

@@ -89,7 +89,7 @@ pub(crate) fn endpoint(kernel: &Arc<Kernel>, timeout: Duration, answer: Answer) 
     runtime.spawn(async move {
         let outcome = tokio::time::timeout(timeout, mailbox.next()).await;
         kernel.registry.remove(&address);
-        mailbox.user.close();
+        mailbox.close_user();
         while let Ok(UserMsg::Message(late)) = mailbox.try_next() {
             kernel.dead_letter(late, address.to_string(), DeadLetterReason::Stopped);
         }
