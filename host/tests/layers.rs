@@ -260,6 +260,8 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "naming",
         "stashing",
         "callouts",
+        "priority",
+        "lifecycle",
         "wasi",
     ];
     for unit in units {

@@ -8,10 +8,12 @@ pub(crate) mod capability;
 pub(crate) mod clock;
 pub(crate) mod forwarding;
 pub(crate) mod host;
+pub(crate) mod lifecycle;
 pub(crate) mod lookup;
 pub(crate) mod messaging;
 pub(crate) mod naming;
 pub(crate) mod persistence;
+pub(crate) mod priority;
 pub(crate) mod stashing;
 pub(crate) mod supervision;
 pub(crate) mod timers;
@@ -45,6 +47,10 @@ capabilities! {
     stash: stashing::Stashing,
     /// `mote:actor/callouts`: HTTP requests whose outcome comes back as a message.
     callouts: callouts::Callouts,
+    /// `mote:actor/priority`: urgent messages, on the receiver's urgent lane.
+    priority: priority::Priority,
+    /// `mote:actor/lifecycle`: a parent deactivates and activates its children.
+    lifecycle: lifecycle::Lifecycle,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

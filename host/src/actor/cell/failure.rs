@@ -117,7 +117,7 @@ impl Cell {
             let Some(msg) = self.mailbox.system.recv().await else {
                 return Verdict::Stop(StopReason::Normal);
             };
-            let Some(msg) = self.track_watchers(msg) else {
+            let Some(msg) = self.track(msg) else {
                 continue;
             };
             match msg {
@@ -140,7 +140,10 @@ impl Cell {
                 SystemMsg::Upgrade(request) => request.answer(Outcome::Failed(
                     "the actor has failed and waits for its supervisor".into(),
                 )),
-                SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => {}
+                SystemMsg::Watch(_)
+                | SystemMsg::Unwatch(_)
+                | SystemMsg::Deactivate
+                | SystemMsg::Activate => {}
             }
         }
     }
@@ -196,7 +199,7 @@ impl Cell {
             let Some(msg) = msg else {
                 return Some(StopReason::Normal);
             };
-            match self.track_watchers(msg) {
+            match self.track(msg) {
                 Some(SystemMsg::Stop(reason)) => return Some(reason),
                 Some(SystemMsg::Directive {
                     directive: Directive::Stop,
@@ -223,7 +226,7 @@ impl Cell {
             let Some(msg) = self.mailbox.system.recv().await else {
                 break;
             };
-            match self.track_watchers(msg) {
+            match self.track(msg) {
                 Some(SystemMsg::ChildTerminated(child)) => {
                     instance.state().core.children.remove(child.path.name());
                 }

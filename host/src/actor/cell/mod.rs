@@ -122,6 +122,8 @@ struct Cell {
     passivate_after: Option<Duration>,
     /// Set when this (entity) incarnation ends by passivation: no `stopping` hook runs.
     passivated: bool,
+    /// Cleared while its parent has it deactivated: it handles no user message.
+    active: bool,
     /// Its count of live descendants (and its ancestors').
     lineage: Arc<Lineage>,
     /// Its place among its ancestors' descendants, held until the cell ends.
@@ -153,6 +155,7 @@ async fn run(spec: CellSpec) {
         escalated: Vec::new(),
         passivate_after: spec.passivate_after,
         passivated: false,
+        active: true,
     };
     let reason = cell.live().await;
     cell.terminate(reason).await;
@@ -306,10 +309,30 @@ impl Cell {
     async fn serve(&mut self) -> Exit {
         let throughput = self.kernel.config.throughput;
         loop {
+            if !self.active {
+                // Deactivated by its parent: only the system lane is served meanwhile.
+                if let Some(exit) = self.drain_system().await {
+                    return exit;
+                }
+                if self.active {
+                    continue;
+                }
+                let exit = match self.mailbox.system.recv().await {
+                    Some(sys) => self.handle_system(sys).await,
+                    None => Some(Exit::Stop(StopReason::Normal)),
+                };
+                if let Some(exit) = exit {
+                    return exit;
+                }
+                continue;
+            }
             let mut handled = 0;
             while handled < throughput {
                 if let Some(exit) = self.drain_system().await {
                     return exit;
+                }
+                if !self.active {
+                    break;
                 }
                 let msg = match self.released() {
                     Some(envelope) => UserMsg::Message(envelope),
@@ -329,10 +352,14 @@ impl Cell {
                 tokio::task::yield_now().await;
                 continue;
             }
+            if !self.active {
+                continue;
+            }
             let idle = self.passivate_after;
             let next = tokio::select! {
                 biased;
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
+                Some(msg) = self.mailbox.urgent.recv() => Err(Some(msg)),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
                     if !self.holds() && self.kernel.registry.passivate(&self.me) {
@@ -385,7 +412,7 @@ impl Cell {
     }
 
     async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
-        match self.track_watchers(msg)? {
+        match self.track(msg)? {
             SystemMsg::Stop(reason) => Some(Exit::Stop(reason)),
             SystemMsg::ChildTerminated(child) => {
                 self.child_gone(&child);
@@ -405,13 +432,18 @@ impl Cell {
                 }
                 Directive::Resume => None,
             },
-            SystemMsg::Watch(_) | SystemMsg::Unwatch(_) => None,
             SystemMsg::Upgrade(request) => self.upgrade(request).await,
+            // Kept by `track`.
+            SystemMsg::Watch(_)
+            | SystemMsg::Unwatch(_)
+            | SystemMsg::Deactivate
+            | SystemMsg::Activate => None,
         }
     }
 
-    /// Applies a watch or unwatch to this actor's watchers; gives back any other message.
-    fn track_watchers(&mut self, msg: SystemMsg) -> Option<SystemMsg> {
+    /// Applies a watch or unwatch to this actor's watchers, and a deactivation or activation
+    /// by its parent, whatever the cell is doing; gives back any other message.
+    fn track(&mut self, msg: SystemMsg) -> Option<SystemMsg> {
         match msg {
             SystemMsg::Watch(watcher) => {
                 self.watchers.insert(watcher);
@@ -419,6 +451,15 @@ impl Cell {
             }
             SystemMsg::Unwatch(watcher) => {
                 self.watchers.remove(&watcher);
+                None
+            }
+            SystemMsg::Deactivate => {
+                tracing::debug!("deactivated by its parent");
+                self.active = false;
+                None
+            }
+            SystemMsg::Activate => {
+                self.active = true;
                 None
             }
             other => Some(other),
@@ -480,7 +521,7 @@ impl Cell {
         let me = self.me.address.clone();
         self.caps.stopped(&kernel, &me, last.as_mut());
         kernel.registry.remove(&me);
-        self.mailbox.user.close();
+        self.mailbox.close_user();
         while let Ok(msg) = self.mailbox.try_next() {
             // A death notice for a watcher that is itself gone informs no one: drop it.
             if let UserMsg::Message(envelope) = msg
@@ -492,7 +533,7 @@ impl Cell {
         // After closing, a new watch fails to queue and the watcher is told at once instead.
         self.mailbox.system.close();
         while let Ok(msg) = self.mailbox.system.try_recv() {
-            self.track_watchers(msg);
+            self.track(msg);
         }
         for watcher in self.watchers.drain() {
             kernel.notify_terminated(&watcher, &me);
