@@ -49,4 +49,5 @@ pub const NAMES: &[&str] = &[
     "finder",
     "js_http_fetch",
     "fetcher",
+    "lanes",
 ];

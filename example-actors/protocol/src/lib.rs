@@ -124,6 +124,22 @@ pub enum Gate {
     Stashed,
 }
 
+/// The lanes actors: a parent (`boss`) that pauses its worker and sends it urgent messages,
+/// and the worker, which reports each `Work(n)` it handles as `work` = `n`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Lane {
+    /// Worker: reports `work` = `n`.
+    Work(u32),
+    /// Boss: deactivates its worker; reports `paused` = 1 (0 if refused).
+    Pause,
+    /// Boss: activates its worker; reports `resumed` = 1 (0 if refused).
+    Resume,
+    /// Boss: sends `Work(n)` to its worker on the urgent lane.
+    Urgent(u32),
+    /// Boss: tries to deactivate the actor at this path; reports `paused` = 1 (0 if refused).
+    PauseOther(String),
+}
+
 /// Orders for the ticker actor, and the `Fired` message its timers deliver.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub enum Timer {
@@ -489,6 +505,7 @@ mote_guest::message!(
     Relay,
     Watch,
     Gate,
+    Lane,
     Timer,
     Asking,
     Ledger,
