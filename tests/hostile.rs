@@ -627,3 +627,28 @@ async fn a_call_out_flood_stops_at_the_quota_and_the_sibling_keeps_answering() {
     server.abort();
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_flood_does_not_starve_the_victims_ordinary_messages() {
+    // The victim's asks are ordinary messages; the flood goes on its urgent lane, which is
+    // served first but gives way to a waiting ordinary message after every 16.
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let mut letters = system.subscribe_dead_letters();
+    let (outcome, _) = attack(&system, "urgent $REPORT 300000").await;
+    assert_eq!(
+        (outcome.accepted, outcome.refused),
+        (300_000, 0),
+        "{outcome:?}"
+    );
+    // Past its quarter of the victim's mailbox, the flood is dead letters, not memory.
+    let full = tokio::time::timeout(DEADLINE, async {
+        loop {
+            match letters.recv().await {
+                Ok(letter) if letter.reason == DeadLetterReason::MailboxFull => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("the dead-letter stream ended: {e}"),
+            }
+        }
+    });
+    full.await.expect("mailbox-full dead letters in time");
+}

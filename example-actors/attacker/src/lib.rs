@@ -26,12 +26,14 @@
 //! - `init`: spawns a child with an init past the message limit;
 //! - `aliases`: takes aliases `a0`, `a1`... until refused (at most <arg>);
 //! - `long-log`: <arg> log lines of 1 MiB each;
-//! - `reminders`: recovers, then reminders until refused (at most <arg>).
+//! - `reminders`: recovers, then reminders until refused (at most <arg>);
+//! - `urgent`: <arg> urgent messages to `/user/victim` (`Counter::Add(0)`, which changes
+//!   nothing), on the lane served before its ordinary messages.
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
 use mote_guest::bindings::mote::actor::{
-    forwarding, host, messaging, naming, persistence, supervision, timers,
+    forwarding, host, messaging, naming, persistence, priority, supervision, timers,
 };
 use mote_guest::{Actor, Context, Message, Result};
 
@@ -235,6 +237,13 @@ fn attack(name: &str, arg: u64) -> Tally {
                 if !tally.record(persistence::remind("Tick", &[], 3_600_000, None)) {
                     break;
                 }
+            }
+        }
+        "urgent" => {
+            let body =
+                mote_guest::encode(&mote_example_protocol::Counter::Add(0)).unwrap_or_default();
+            for _ in 0..arg {
+                tally.record(priority::tell_path_urgent("/user/victim", "Counter", &body));
             }
         }
         other => {

@@ -5,6 +5,9 @@
 //!   lanes, and the urgent lane (user messages a sender marked urgent) before the ordinary one.
 //! - Per sender->receiver pair and lane, user messages arrive in send order (one FIFO channel
 //!   per lane); an urgent message may overtake ordinary ones sent before it.
+//! - The urgent lane cannot starve the ordinary one: it holds at most a quarter of the
+//!   mailbox's messages, and after [`URGENT_RUN`] urgent messages in a row a waiting ordinary
+//!   message goes next.
 //! - The user lane holds at most its capacity of messages and of bytes of bodies; a send
 //!   beyond either is refused, and the sender learns it (a dead letter from an actor, an error from the API). Host messages
 //!   (`mote.terminated`) are exempt so a full mailbox cannot swallow them.
@@ -22,6 +25,9 @@ use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
 use crate::quota::Refusals;
+
+/// Urgent messages taken in a row before a waiting ordinary one gets its turn.
+pub(crate) const URGENT_RUN: u32 = 16;
 
 /// What travels on the user lane.
 #[derive(Debug)]
@@ -180,6 +186,11 @@ pub(crate) struct Capacity {
 }
 
 impl Capacity {
+    /// How many of the messages may be urgent: a quarter (at least one).
+    pub(crate) fn urgent(&self) -> usize {
+        (self.messages / 4).max(1)
+    }
+
     /// At most `n` messages, of any size.
     pub(crate) fn messages(n: usize) -> Capacity {
         Capacity {
@@ -219,6 +230,8 @@ pub(crate) struct Mailbox {
     pub(crate) urgent: mpsc::UnboundedReceiver<UserMsg>,
     pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
     pub(crate) depth: Arc<Depth>,
+    /// Urgent messages taken in a row since the last ordinary one.
+    urgent_run: u32,
 }
 
 /// Creates a mailbox holding up to `capacity` of user messages and the handle that feeds it.
@@ -251,6 +264,7 @@ pub(crate) fn mailbox(
             urgent: urgent_rx,
             system: system_rx,
             depth,
+            urgent_run: 0,
         },
     )
 }
@@ -281,36 +295,51 @@ impl ActorRef {
     pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {
         let size = envelope.body.len();
         let depth = &self.depth;
+        // Urgent messages may fill a quarter of the mailbox, no more: a flood of them leaves
+        // room for ordinary ones.
+        if envelope.urgent && depth.urgent.fetch_add(1, Ordering::Relaxed) >= self.capacity.urgent()
+        {
+            depth.urgent.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refused::Full(envelope));
+        }
+        let unreserve = |envelope: &Envelope| {
+            if envelope.urgent {
+                depth.urgent.fetch_sub(1, Ordering::Relaxed);
+            }
+        };
         if depth.messages.fetch_add(1, Ordering::Relaxed) >= self.capacity.messages {
             depth.messages.fetch_sub(1, Ordering::Relaxed);
+            unreserve(&envelope);
             return Err(Refused::Full(envelope));
         }
         let before = depth.bytes.fetch_add(size, Ordering::Relaxed);
         if before.saturating_add(size) > self.capacity.bytes {
             depth.sub(size);
+            unreserve(&envelope);
             return Err(Refused::Full(envelope));
         }
         self.push(envelope, size)
     }
 
-    /// Queues a host message, which no capacity limit refuses.
-    pub(crate) fn tell_host(&self, envelope: Envelope) -> Result<(), Refused> {
+    /// Queues a host message, which no capacity limit refuses (on the ordinary lane).
+    pub(crate) fn tell_host(&self, mut envelope: Envelope) -> Result<(), Refused> {
         let size = envelope.body.len();
+        envelope.urgent = false;
         self.depth.add(size);
         self.push(envelope, size)
     }
 
+    /// Queues a message whose room is reserved (an urgent one's place on its lane too).
     fn push(&self, envelope: Envelope, size: usize) -> Result<(), Refused> {
-        let (lane, urgent) = if envelope.urgent {
-            self.depth.urgent.fetch_add(1, Ordering::Relaxed);
-            (&self.urgent, true)
+        let lane = if envelope.urgent {
+            &self.urgent
         } else {
-            (&self.user, false)
+            &self.user
         };
         match lane.send(UserMsg::Message(envelope)) {
             Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
                 self.depth.sub(size);
-                if urgent {
+                if envelope.urgent {
                     self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
                 }
                 Err(Refused::Closed(envelope))
@@ -326,13 +355,20 @@ impl ActorRef {
 }
 
 impl Mailbox {
-    /// Takes the next user message if one is queued: an urgent one first.
+    /// Takes the next user message if one is queued: an urgent one first, unless
+    /// [`URGENT_RUN`] urgent ones were taken in a row and an ordinary one waits.
     pub(crate) fn try_next(&mut self) -> Result<UserMsg, mpsc::error::TryRecvError> {
-        if self.depth.urgent.load(Ordering::Relaxed) > 0
-            && let Ok(msg) = self.urgent.try_recv()
-        {
-            self.took(&msg);
-            return Ok(msg);
+        if self.depth.urgent.load(Ordering::Relaxed) > 0 {
+            if self.urgent_run >= URGENT_RUN
+                && let Ok(msg) = self.user.try_recv()
+            {
+                self.took(&msg);
+                return Ok(msg);
+            }
+            if let Ok(msg) = self.urgent.try_recv() {
+                self.took(&msg);
+                return Ok(msg);
+            }
         }
         let msg = self.user.try_recv()?;
         self.took(&msg);
@@ -351,12 +387,18 @@ impl Mailbox {
     }
 
     /// Accounts for a user message taken off a lane.
-    pub(crate) fn took(&self, msg: &UserMsg) {
-        if let UserMsg::Message(envelope) = msg {
-            self.depth.sub(envelope.body.len());
-            if envelope.urgent {
+    pub(crate) fn took(&mut self, msg: &UserMsg) {
+        match msg {
+            UserMsg::Message(envelope) if envelope.urgent => {
+                self.depth.sub(envelope.body.len());
                 self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
+                self.urgent_run += 1;
             }
+            UserMsg::Message(envelope) => {
+                self.depth.sub(envelope.body.len());
+                self.urgent_run = 0;
+            }
+            UserMsg::PoisonPill => self.urgent_run = 0,
         }
     }
 
@@ -440,6 +482,41 @@ mod tests {
         let kinds: Vec<String> = (0..3).map(|_| kind(mailbox.try_next().unwrap())).collect();
         assert_eq!(kinds, ["1", "2", "host"]);
         assert_eq!(handle.depth.messages(), 0);
+    }
+
+    #[test]
+    fn urgent_messages_go_first_but_cannot_starve_ordinary_ones() {
+        let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(160));
+        for n in 0..5 {
+            handle
+                .tell(Envelope::new(None, format!("o{n}"), Vec::new()))
+                .unwrap();
+        }
+        for n in 0..40 {
+            let mut urgent = Envelope::new(None, format!("u{n}"), Vec::new());
+            urgent.urgent = true;
+            handle.tell(urgent).unwrap();
+        }
+        // A quarter of the mailbox (40) is urgent now: one more urgent message is refused.
+        let mut more = Envelope::new(None, "u", Vec::new());
+        more.urgent = true;
+        assert!(matches!(handle.tell(more), Err(Refused::Full(_))));
+        assert!(
+            handle
+                .tell_host(Envelope::new(None, "h", Vec::new()))
+                .is_ok()
+        );
+        let lanes: String = std::iter::from_fn(|| mailbox.try_next().ok())
+            .map(|m| kind(m).remove(0))
+            .collect();
+        let run = "u".repeat(URGENT_RUN as usize);
+        let expected = format!(
+            "{run}o{run}o{}oooh",
+            "u".repeat(40 - 2 * URGENT_RUN as usize)
+        );
+        assert_eq!(lanes, expected);
+        assert_eq!(handle.depth.messages(), 0);
+        assert_eq!(handle.depth.urgent.load(Ordering::Relaxed), 0);
     }
 
     #[test]
