@@ -123,3 +123,30 @@ async fn a_full_stash_refuses_the_message_as_a_dead_letter_and_counts_it() {
     }
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_entity_holding_a_stash_is_not_passivated() {
+    // Passivating it would turn its stash into dead letters: it waits, it is not idle.
+    let dir = mote_tests::TempDir::new("stash-entity");
+    let system = system_configured(
+        mote_tests::durable_config(&dir.join("mote.redb")),
+        &["gate"],
+    );
+    let options = mote_host::EntityOptions {
+        passivate_after: Some(std::time::Duration::from_millis(50)),
+        ..mote_host::EntityOptions::default()
+    };
+    system.register_entity("gates", "gate", options).unwrap();
+    // `holder` stashes a message of another kind; `empty` holds nothing. Both are idle from
+    // then on, `holder` the longer.
+    system
+        .tell("/user/gates/holder", "letter", vec![1])
+        .unwrap();
+    tell(&system, "/user/gates/empty", &Gate::Close);
+    mote_tests::wait_until(|| system.lookup("/user/gates/empty").is_none()).await;
+    assert!(
+        system.lookup("/user/gates/holder").is_some(),
+        "the entity with a stash was passivated"
+    );
+    system.shutdown().await.unwrap();
+}
