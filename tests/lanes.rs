@@ -106,3 +106,14 @@ async fn urgent_messages_overtake_a_full_queue_of_ordinary_ones_without_starving
     assert_eq!(ordinary[..3], [16, 33, 50]);
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_message_wakes_an_idle_actor() {
+    let (system, mut probe) = boss().await;
+    // The worker waits for messages; only urgent ones come.
+    for n in 0..3 {
+        tell(&system, "/user/boss", &Lane::Urgent(n));
+        assert_eq!(expect(&mut probe, "work").await.value, u64::from(n));
+    }
+    system.shutdown().await.unwrap();
+}

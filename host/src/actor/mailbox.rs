@@ -67,6 +67,9 @@ pub(crate) enum SystemMsg {
     Deactivate,
     /// Handle user messages again.
     Activate,
+    /// An urgent message was queued: wakes an idle actor (whose wait polls only the system
+    /// and ordinary lanes, so the urgent lane costs the common path nothing).
+    Urgent,
 }
 
 /// A request to run another version of the actor's module (see `deploy::upgrade`).
@@ -336,15 +339,21 @@ impl ActorRef {
         } else {
             &self.user
         };
+        let urgent = envelope.urgent;
         match lane.send(UserMsg::Message(envelope)) {
             Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
                 self.depth.sub(size);
-                if envelope.urgent {
+                if urgent {
                     self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
                 }
                 Err(Refused::Closed(envelope))
             }
-            _ => Ok(()),
+            _ => {
+                if urgent {
+                    self.signal(SystemMsg::Urgent);
+                }
+                Ok(())
+            }
         }
     }
 

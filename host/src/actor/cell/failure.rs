@@ -143,7 +143,8 @@ impl Cell {
                 SystemMsg::Watch(_)
                 | SystemMsg::Unwatch(_)
                 | SystemMsg::Deactivate
-                | SystemMsg::Activate => {}
+                | SystemMsg::Activate
+                | SystemMsg::Urgent => {}
             }
         }
     }

@@ -359,7 +359,6 @@ impl Cell {
             let next = tokio::select! {
                 biased;
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
-                Some(msg) = self.mailbox.urgent.recv() => Err(Some(msg)),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
                     if !self.holds() && self.kernel.registry.passivate(&self.me) {
@@ -437,7 +436,8 @@ impl Cell {
             SystemMsg::Watch(_)
             | SystemMsg::Unwatch(_)
             | SystemMsg::Deactivate
-            | SystemMsg::Activate => None,
+            | SystemMsg::Activate
+            | SystemMsg::Urgent => None,
         }
     }
 
@@ -462,6 +462,8 @@ impl Cell {
                 self.active = true;
                 None
             }
+            // The next look at the lanes finds it.
+            SystemMsg::Urgent => None,
             other => Some(other),
         }
     }
