@@ -20,6 +20,7 @@ use crate::actor::step::{Commit, Step};
 use crate::address::Address;
 use crate::config::HostConfig;
 use crate::error::HostError;
+use crate::guestlog::GuestLog;
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::storage::Database;
@@ -29,6 +30,8 @@ pub(crate) struct Env<'a> {
     pub(crate) config: &'a HostConfig,
     /// The host's database, if it has one.
     pub(crate) database: Option<&'a Arc<Database>>,
+    /// Where guest log lines go.
+    pub(crate) guest_log: &'a Arc<GuestLog>,
 }
 
 /// An import a module may be granted beyond the defaults (a manifest's `grant = [...]`).
