@@ -131,6 +131,13 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
         None
     }
 
+    /// A durable message's `receipt` is about to be handed to the guest: a capability may take
+    /// it to acknowledge it before the guest sees the message, with a write the cell awaits
+    /// first (at-most-once delivery). If that write fails, the guest does not see the message.
+    fn deliver(&self, _state: &mut Self::State, _receipt: &mut Option<Receipt>) -> Option<Commit> {
+        None
+    }
+
     /// A call failed: whatever it prepared is dropped.
     fn abandon(&self, _state: &mut Self::State) {}
 
@@ -409,6 +416,23 @@ macro_rules! capabilities {
                     }
                 )*
                 sealed
+            }
+
+            /// What must be durable before the guest sees a durable message: the write of the
+            /// capability that took its receipt, if one did.
+            pub(crate) fn deliver(
+                &self,
+                states: &mut States,
+                receipt: &mut Option<$crate::message::Receipt>,
+            ) -> Option<$crate::actor::step::Commit> {
+                use $crate::caps::capability::Capability as _;
+                receipt.as_ref()?;
+                $(
+                    if let Some(commit) = self.$field.deliver(&mut states.$field, receipt) {
+                        return Some(commit);
+                    }
+                )*
+                None
             }
 
             /// A call failed.
