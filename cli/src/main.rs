@@ -321,6 +321,10 @@ fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How many log lines wait at most for stderr; past that, lines are dropped (and the writer
+/// reports how many).
+const LOG_QUEUE_LINES: usize = 16_384;
+
 /// Runs the CLI and turns any error into one line on stderr and exit code 1.
 fn main() -> ExitCode {
     mote_host::tune_allocator();
@@ -337,9 +341,17 @@ fn main() -> ExitCode {
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_default_env().ok())
         .unwrap_or_else(|| EnvFilter::new(default_filter));
+    // The host's lines go through a bounded, lossy queue to a writer thread of their own, so a
+    // slow or blocked stderr (a full pipe) never holds a scheduler thread; guest lines already
+    // come from the host's guest log thread. The guard writes what is queued when main returns.
+    let (writer, log_guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("mote-log-writer")
+        .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .init();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
@@ -350,6 +362,7 @@ fn main() -> ExitCode {
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(async { dispatch(cli.command).await }));
+    drop(log_guard);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -22,6 +22,7 @@
 //! - [`naming`]: aliases, second names resolved like paths;
 //! - [`priority`]: urgent messages, ahead of the receiver's ordinary ones;
 //! - [`lifecycle`]: a parent deactivates and activates its children;
+//! - [`delivery`]: at-least-once (the default) or at-most-once for durable messages;
 //! - [`supervision`]: [`Strategy`] and [`SpawnOptions`] helpers, strategies, death watch;
 //! - [`timers`]: one-shot and periodic timers;
 //! - [`messaging`]: topics, groups and asking;
@@ -315,6 +316,7 @@ pub mod callouts;
 pub mod clock;
 pub mod context;
 pub mod dead_letter;
+pub mod delivery;
 pub mod error;
 pub mod forwarding;
 mod instance;
@@ -342,6 +344,7 @@ pub use bindings::mote::actor::types::{
 pub use callouts::{CalloutError, HttpRequest, HttpResponse};
 pub use context::Context;
 pub use dead_letter::DeadLetter;
+pub use delivery::Delivery;
 pub use error::{Error, Result};
 pub use message::{
     ASK_PREFIX, ASK_TIMEOUT, DEAD_LETTER, Encoding, Envelope, HTTP_RESPONSE, Message, TERMINATED,

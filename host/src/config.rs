@@ -32,6 +32,7 @@ pub struct HostConfig {
     pub(crate) quotas: Quotas,
     pub(crate) legacy_owners: Vec<String>,
     pub(crate) max_module_bytes: u64,
+    pub(crate) guest_log_queue: usize,
 }
 
 impl Default for HostConfig {
@@ -59,6 +60,7 @@ impl Default for HostConfig {
             quotas: Quotas::default(),
             legacy_owners: Vec::new(),
             max_module_bytes: 64 << 20,
+            guest_log_queue: 8192,
         }
     }
 }
@@ -211,6 +213,16 @@ impl HostConfig {
     /// read.
     pub fn max_module_bytes(&mut self, bytes: u64) -> &mut Self {
         self.max_module_bytes = bytes;
+        self
+    }
+
+    /// How many guest log lines (`host.log`, stdout, stderr) wait at most for the log writer
+    /// (default 8,192). Actors only queue their lines; one thread of the host writes them. A
+    /// line that finds the queue full is dropped and counted
+    /// ([`ActorSystem::log_dropped`](crate::ActorSystem::log_dropped)), so a slow or blocked log
+    /// writer never stalls an actor. Each queued line holds at most the log-line quota in bytes.
+    pub fn guest_log_queue(&mut self, lines: usize) -> &mut Self {
+        self.guest_log_queue = lines.max(1);
         self
     }
 

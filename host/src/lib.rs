@@ -34,6 +34,7 @@
 //!  actor       mailbox (two lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
 //!  storage     database (the redb file) · committer (group commit)
+//!  guestlog    guest log lines through a bounded queue and a thread of their own
 //!  vocabulary  address · message · quota · config · error
 //! ```
 //!
@@ -57,6 +58,7 @@ mod caps;
 mod config;
 mod deploy;
 mod error;
+mod guestlog;
 mod kernel;
 mod message;
 mod quota;

@@ -14,13 +14,20 @@
 //! - `stasher <batch>`: a sink that stashes each `Count` until it holds `batch`, then takes
 //!   them, in order, as `sink` does, before stashing again: one batch by unstashing them all
 //!   (one per call), the next by taking them out of the stash in one call, and so on. `Flush`
-//!   unstashes what it holds without waiting for a full batch.
+//!   unstashes what it holds without waiting for a full batch;
+//! - `witness <target-path> <at-least-once|at-most-once> [<linger-ms>]`: not persistent; sets
+//!   that delivery mode in `start`, then passes each `Count(n)` on to the target (a sink, which
+//!   records it durably and counts any it sees twice), and then, if asked, stays busy with it
+//!   for `linger-ms` (a long handling, for a crash test to land in). Its own `count` is how
+//!   many it saw in this instance.
 //!
 //! Every mode replies to `Query` with its `LedgerState` (a source's `count` is how many it
 //! sent); other orders are ignored with a warning.
 
-use mote_example_protocol::{Ledger, LedgerState, init_arg, init_words};
-use mote_guest::{Actor, Context, Result};
+use std::time::{Duration, Instant};
+
+use mote_example_protocol::{Ledger, LedgerState, init_arg, init_opt, init_words};
+use mote_guest::{Actor, Context, Delivery, Result};
 
 /// Events between two snapshots of the sink.
 const SNAPSHOT_EVERY: u64 = 64;
@@ -35,6 +42,8 @@ enum Mode {
     Sink,
     /// Checks the counts it receives, `batch` at a time through the stash.
     Stasher { batch: u64 },
+    /// Keeps nothing durable; passes counts on to `target`, then lingers over each.
+    Witness { target: String, linger: Duration },
 }
 
 /// A ledger actor: its mode and its durable state (a snapshot in every mode).
@@ -104,8 +113,24 @@ impl Actor for Node {
             "stasher" => Mode::Stasher {
                 batch: init_arg(&words, 1, "batch")?,
             },
+            "witness" => {
+                let delivery = match init_arg::<String>(&words, 2, "delivery")?.as_str() {
+                    "at-least-once" => Delivery::AtLeastOnce,
+                    "at-most-once" => Delivery::AtMostOnce,
+                    other => {
+                        let why = format!("unknown delivery `{other}`");
+                        return Err(mote_guest::Error::msg(why));
+                    }
+                };
+                ctx.set_delivery(delivery);
+                Mode::Witness {
+                    target: init_arg(&words, 1, "target-path")?,
+                    linger: Duration::from_millis(init_opt(&words, 3, "linger-ms")?.unwrap_or(0)),
+                }
+            }
             other => {
-                let why = format!("unknown mode `{other}` (source, relay or sink)");
+                let why =
+                    format!("unknown mode `{other}` (source, relay, sink, stasher or witness)");
                 return Err(mote_guest::Error::msg(why));
             }
         };
@@ -116,6 +141,7 @@ impl Actor for Node {
             Mode::Source { .. } | Mode::Relay { .. } => {
                 ctx.recover_snapshot::<LedgerState>()?.unwrap_or_default()
             }
+            Mode::Witness { .. } => LedgerState::default(),
         };
         ctx.debug(&format!("recovered {state:?}"));
         if let Mode::Source { n, .. } = mode
@@ -146,6 +172,14 @@ impl Actor for Node {
                 ctx.tell_path(target, &Ledger::Count(self.state.count))?;
             }
             (Mode::Sink, Ledger::Count(n)) => self.count(ctx, n)?,
+            (Mode::Witness { target, linger }, Ledger::Count(n)) => {
+                self.state.count += 1;
+                ctx.tell_path(target, &Ledger::Count(n))?;
+                let until = Instant::now() + *linger;
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
             (Mode::Stasher { batch }, Ledger::Count(n)) => {
                 if self.draining > 0 {
                     self.draining -= 1;

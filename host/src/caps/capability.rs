@@ -20,6 +20,7 @@ use crate::actor::step::{Commit, Step};
 use crate::address::Address;
 use crate::config::HostConfig;
 use crate::error::HostError;
+use crate::guestlog::GuestLog;
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::storage::Database;
@@ -29,6 +30,8 @@ pub(crate) struct Env<'a> {
     pub(crate) config: &'a HostConfig,
     /// The host's database, if it has one.
     pub(crate) database: Option<&'a Arc<Database>>,
+    /// Where guest log lines go.
+    pub(crate) guest_log: &'a Arc<GuestLog>,
 }
 
 /// An import a module may be granted beyond the defaults (a manifest's `grant = [...]`).
@@ -125,6 +128,13 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
         _step: &mut Step,
         _consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
+        None
+    }
+
+    /// A durable message's `receipt` is about to be handed to the guest: a capability may take
+    /// it to acknowledge it before the guest sees the message, with a write the cell awaits
+    /// first (at-most-once delivery). If that write fails, the guest does not see the message.
+    fn deliver(&self, _state: &mut Self::State, _receipt: &mut Option<Receipt>) -> Option<Commit> {
         None
     }
 
@@ -406,6 +416,23 @@ macro_rules! capabilities {
                     }
                 )*
                 sealed
+            }
+
+            /// What must be durable before the guest sees a durable message: the write of the
+            /// capability that took its receipt, if one did.
+            pub(crate) fn deliver(
+                &self,
+                states: &mut States,
+                receipt: &mut Option<$crate::message::Receipt>,
+            ) -> Option<$crate::actor::step::Commit> {
+                use $crate::caps::capability::Capability as _;
+                receipt.as_ref()?;
+                $(
+                    if let Some(commit) = self.$field.deliver(&mut states.$field, receipt) {
+                        return Some(commit);
+                    }
+                )*
+                None
             }
 
             /// A call failed.

@@ -2,25 +2,34 @@
 //! and its parent's, sending to an address or a path, spawning a child, stopping itself or a
 //! descendant, and writing to the host's log.
 
+use std::sync::Arc;
+
+use tracing::Level;
 use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::{ActorCore, ChildRefused, Unsendable};
 use crate::error::{AddressError, HostError, SpawnError};
+use crate::guestlog::GuestLog;
 use crate::kernel::spawn::SpawnOptions;
 use crate::sandbox::bindings::mote::actor::{host, types};
 use crate::sandbox::bindings::{LogLevel, WitAddress, WitSendError, WitSpawnError, to_wit_address};
 
 /// The capability behind the `host` interface. It keeps no state: everything it needs is the
-/// actor's core.
-pub(crate) struct Host;
+/// actor's core, and the host's guest log.
+pub(crate) struct Host {
+    /// Where `log` lines go, without waiting for the writer.
+    log: Arc<GuestLog>,
+}
 
 impl Capability for Host {
     type State = ();
     const IMPORTS: &'static [&'static str] = &["mote:actor/types@", "mote:actor/host@"];
 
-    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
-        Ok(Host)
+    fn new(env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Host {
+            log: env.guest_log.clone(),
+        })
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
@@ -113,13 +122,15 @@ impl host::Host for Call<'_, Host> {
             return;
         }
         let message = actor.quotas().log_line(&message);
-        match level {
-            LogLevel::Trace => tracing::trace!(target: "mote::guest", "{message}"),
-            LogLevel::Debug => tracing::debug!(target: "mote::guest", "{message}"),
-            LogLevel::Info => tracing::info!(target: "mote::guest", "{message}"),
-            LogLevel::Warn => tracing::warn!(target: "mote::guest", "{message}"),
-            LogLevel::Error => tracing::error!(target: "mote::guest", "{message}"),
-        }
+        let level = match level {
+            LogLevel::Trace => Level::TRACE,
+            LogLevel::Debug => Level::DEBUG,
+            LogLevel::Info => Level::INFO,
+            LogLevel::Warn => Level::WARN,
+            LogLevel::Error => Level::ERROR,
+        };
+        // Queued for the log thread: a slow log writer never holds this actor's thread.
+        self.cap.log.offer(level, &actor.me.path, "log", &message);
     }
 
     fn reject(&mut self, reason: String) {

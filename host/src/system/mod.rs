@@ -27,6 +27,7 @@ use crate::deploy::cache::ModuleStats;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
+use crate::guestlog::GuestLog;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
@@ -35,6 +36,9 @@ use crate::message::{Envelope, StopReason};
 use crate::quota::Quota;
 use crate::sandbox::engine::{EpochTicker, build_engine};
 use crate::storage::{CommitStats, Database};
+
+/// How long a graceful shutdown waits for queued guest log lines to be written.
+const GUEST_LOG_FLUSH: Duration = Duration::from_secs(1);
 
 /// Information about one live actor, as shown by `tree`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +64,8 @@ pub struct ActorSystem {
     caps: Arc<Caps>,
     modules: Arc<Modules>,
     database: Option<Arc<Database>>,
+    /// Where guest log lines go.
+    guest_log: Arc<GuestLog>,
 }
 
 impl ActorSystem {
@@ -78,9 +84,11 @@ impl ActorSystem {
             Some(path) => Some(Arc::new(Database::open(path)?)),
             None => None,
         };
+        let guest_log = GuestLog::start(config.guest_log_queue);
         let caps = Arc::new(Caps::new(&Env {
             config: &config,
             database: database.as_ref(),
+            guest_log: &guest_log,
         })?);
         let cache = config.module_cache.clone().or_else(|| {
             config
@@ -101,6 +109,7 @@ impl ActorSystem {
             caps,
             modules,
             database,
+            guest_log,
         })
     }
 
@@ -521,8 +530,17 @@ impl ActorSystem {
         if let Some(db) = &self.database {
             db.close();
         }
+        if !self.guest_log.flush(GUEST_LOG_FLUSH).await {
+            tracing::warn!("guest log lines were still queued at shutdown: the log writer is slow");
+        }
         tracing::info!("actor system shut down");
         Ok(())
+    }
+
+    /// Guest log lines (`host.log`, stdout, stderr) dropped so far because the log writer fell
+    /// behind and the queue was full (see [`HostConfig::guest_log_queue`]).
+    pub fn log_dropped(&self) -> u64 {
+        self.guest_log.dropped()
     }
 
     /// Registers an entity kind: messages to `/user/<kind>/<id>` activate an actor of `module`

@@ -481,6 +481,13 @@ impl Cell {
             return None;
         }
         let mut receipt = envelope.receipt.take();
+        if let Some(ack) = self.caps.deliver(&mut instance.state().caps, &mut receipt)
+            && let Err(error) = ack.await
+        {
+            // Not acknowledged, so not delivered: its record stays for a later host run.
+            let error = crate::error::chain(error.as_ref());
+            return Some(Exit::Failed(Failure::new(FailureKind::Commit, error)));
+        }
         match instance.receive(envelope).await {
             Ok(Received::Handled) => {}
             Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),

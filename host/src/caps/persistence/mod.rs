@@ -18,7 +18,8 @@
 //! crash the rows still present are exactly the messages whose effect was not committed; they are
 //! parked by target path and handed to the first incarnation spawned (or entity activated) at that
 //! path, before anything else. A receiver that keeps no durable state acknowledges lazily (at
-//! least once across crashes).
+//! least once across crashes), or, if it asked for at-most-once (`mote:actor/delivery`, see
+//! `delivery`), durably before it sees the message.
 //!
 //! Invariants:
 //! - An actor is persistent from its `recover` on: from then, its steps hold their effects and
@@ -30,6 +31,7 @@
 //!   `<scope>:<name>`, the scope being the actor's module name or `@<kind>` for an entity.
 
 mod backlog;
+mod delivery;
 pub(crate) mod entities;
 pub(crate) mod journal;
 mod reminders;
@@ -41,6 +43,7 @@ use std::time::Duration;
 use wasmtime::component::Linker;
 
 use self::backlog::{Parked, Parking};
+use self::delivery::Delivery;
 use self::entities::{Entities, EntityOptions};
 use self::journal::{Ack, Journal, Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
 use self::reminders::{Reminder, Reminders};
@@ -93,6 +96,8 @@ pub(crate) struct Persistent {
     pid: Option<String>,
     /// Set by `recover`: the actor is persistent.
     journal: Option<Journaled>,
+    /// How its durable messages are acknowledged while it is not persistent.
+    delivery: Delivery,
 }
 
 /// The durable side of a persistent actor instance.
@@ -162,7 +167,7 @@ impl Persistence {
 
 impl Capability for Persistence {
     type State = Persistent;
-    const IMPORTS: &'static [&'static str] = &["mote:actor/persistence@"];
+    const IMPORTS: &'static [&'static str] = &["mote:actor/persistence@", "mote:actor/delivery@"];
 
     fn new(env: &Env<'_>) -> Result<Self, HostError> {
         let parking = Arc::new(Parking::default());
@@ -201,7 +206,11 @@ impl Capability for Persistence {
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())?;
+        crate::sandbox::bindings::mote::actor::delivery::add_to_linker::<_, HasCall<Self>>(
+            linker,
+            |s| s.call(),
+        )
     }
 
     fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
@@ -211,13 +220,20 @@ impl Capability for Persistence {
             None => actor.module.to_string(),
         };
         match origin {
-            // A fresh instance recovers for itself.
-            Origin::Spawned | Origin::Restarted { .. } => Persistent {
+            Origin::Spawned => Persistent {
                 scope,
                 pid: None,
                 journal: None,
+                delivery: Delivery::default(),
             },
-            // The new version goes on with the same id and sequence.
+            // A fresh instance recovers for itself; its delivery mode holds.
+            Origin::Restarted { old, .. } => Persistent {
+                scope,
+                pid: None,
+                journal: None,
+                delivery: old.delivery,
+            },
+            // The new version goes on with the same id, sequence and delivery mode.
             Origin::Upgraded { old } => Persistent {
                 scope,
                 pid: old.pid.clone(),
@@ -225,6 +241,7 @@ impl Capability for Persistence {
                     .journal
                     .as_ref()
                     .map(|j| Journaled::new(j.pid.clone(), j.seq)),
+                delivery: old.delivery,
             },
         }
     }
@@ -307,6 +324,10 @@ impl Capability for Persistence {
                 .await
                 .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
         }))
+    }
+
+    fn deliver(&self, state: &mut Persistent, receipt: &mut Option<Receipt>) -> Option<Commit> {
+        self.acknowledge_first(state, receipt)
     }
 
     fn abandon(&self, state: &mut Persistent) {

@@ -1,4 +1,5 @@
-//! WASI for actors: clocks and random; stdout and stderr into the host log, line by line,
+//! WASI for actors: clocks and random; stdout and stderr into the host log (through its
+//! non-blocking queue), line by line,
 //! tagged with the actor's path; no preopened directories, no sockets, no name lookup, no
 //! environment, no arguments. `wasi:http` (outgoing requests through the host's client) only
 //! for modules granted it.
@@ -21,16 +22,22 @@ use super::capability::{ActorState, Capability, Env, Grant, Origin, Provides};
 use crate::actor::core::ActorCore;
 use crate::address::ActorPath;
 use crate::error::HostError;
+use crate::guestlog::GuestLog;
 use crate::quota::{Quotas, Refusals};
 
 /// The capability behind the WASI interfaces.
-pub(crate) struct Wasi;
+pub(crate) struct Wasi {
+    /// Where guest stdout and stderr go.
+    log: Arc<GuestLog>,
+}
 
 /// One actor instance's WASI: its context and resources.
 pub(crate) struct Sandboxed {
     path: ActorPath,
     /// The actor's log budget, which its output shares with `host.log`.
     budget: (Arc<Refusals>, Quotas),
+    /// Where its output goes.
+    log: Arc<GuestLog>,
     /// Built at the first WASI call.
     ctx: Option<WasiCtx>,
     /// Built at the first `wasi:http` call.
@@ -39,11 +46,12 @@ pub(crate) struct Sandboxed {
 }
 
 /// The WASI context of the actor at `path`.
-fn context(path: &ActorPath, budget: &(Arc<Refusals>, Quotas)) -> WasiCtx {
+fn context(path: &ActorPath, budget: &(Arc<Refusals>, Quotas), sink: &Arc<GuestLog>) -> WasiCtx {
     let log = |stream| GuestOutput {
         path: path.clone(),
         stream,
         budget: budget.clone(),
+        log: sink.clone(),
     };
     WasiCtxBuilder::new()
         .stdout(log("stdout"))
@@ -69,8 +77,10 @@ impl Capability for Wasi {
         imports: "wasi:http/",
     }];
 
-    fn new(_env: &Env<'_>) -> Result<Self, HostError> {
-        Ok(Wasi)
+    fn new(env: &Env<'_>) -> Result<Self, HostError> {
+        Ok(Wasi {
+            log: env.guest_log.clone(),
+        })
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
@@ -82,6 +92,7 @@ impl Capability for Wasi {
         Sandboxed {
             path: actor.me.path.clone(),
             budget: (actor.refusals.clone(), *actor.quotas()),
+            log: self.log.clone(),
             ctx: None,
             http: None,
             table: ResourceTable::new(),
@@ -94,12 +105,13 @@ impl<K: Provides<Wasi>> WasiView for ActorState<K> {
         let Sandboxed {
             path,
             budget,
+            log,
             ctx,
             table,
             ..
         } = K::state(&mut self.caps);
         WasiCtxView {
-            ctx: ctx.get_or_insert_with(|| context(path, budget)),
+            ctx: ctx.get_or_insert_with(|| context(path, budget, log)),
             table,
         }
     }

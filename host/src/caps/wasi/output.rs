@@ -1,4 +1,5 @@
-//! Guest stdout and stderr, written line by line to the host log with the actor's path.
+//! Guest stdout and stderr, written line by line to the host log with the actor's path,
+//! through the guest log's queue (never waiting for the writer).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::task::{Context, Poll};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 use crate::address::ActorPath;
+use crate::guestlog::GuestLog;
 use crate::quota::{Quotas, Refusals};
 
 /// Guest stdout/stderr, written line by line to the host log.
@@ -15,6 +17,8 @@ pub(crate) struct GuestOutput {
     pub(crate) stream: &'static str,
     /// The actor's log budget, shared with `host.log`.
     pub(crate) budget: (Arc<Refusals>, Quotas),
+    /// Where the lines go.
+    pub(crate) log: Arc<GuestLog>,
 }
 
 impl IsTerminal for GuestOutput {
@@ -30,6 +34,7 @@ impl StdoutStream for GuestOutput {
             stream: self.stream,
             line: Vec::new(),
             budget: self.budget.clone(),
+            log: self.log.clone(),
         })
     }
 }
@@ -39,6 +44,7 @@ struct LineLogger {
     stream: &'static str,
     line: Vec<u8>,
     budget: (Arc<Refusals>, Quotas),
+    log: Arc<GuestLog>,
 }
 
 impl LineLogger {
@@ -50,7 +56,12 @@ impl LineLogger {
         }
         let text = String::from_utf8_lossy(&self.line);
         let text = quotas.log_line(&text);
-        tracing::info!(target: "mote::guest", actor = %self.path, stream = self.stream, "{}", text.trim_end());
+        self.log.offer(
+            tracing::Level::INFO,
+            &self.path,
+            self.stream,
+            text.trim_end(),
+        );
         self.line.clear();
     }
 }
