@@ -23,14 +23,13 @@
 //! - The mode belongs to the actor's incarnation: it holds across restarts and upgrades until the
 //!   actor changes it.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::journal::Ack;
-use super::{CommitFailed, Persistence, Persistent};
-use crate::actor::step::Commit;
-use crate::caps::capability::Call;
+use crate::error::DatabaseError;
 use crate::message::Receipt;
-use crate::sandbox::bindings::mote::actor::delivery::{self as wit, DeliveryMode};
+use crate::sandbox::bindings::mote::actor::delivery::DeliveryMode;
 use crate::storage::committer::Committer;
 
 /// How an actor's durable messages are acknowledged if it is not persistent.
@@ -43,53 +42,45 @@ pub(crate) enum Delivery {
     AtMostOnce,
 }
 
-impl Persistence {
-    /// The write that acknowledges `receipt` before the guest sees its message, if the actor
-    /// is in at-most-once mode and not persistent; it takes the receipt.
-    pub(super) fn acknowledge_first(
-        &self,
-        state: &Persistent,
-        receipt: &mut Option<Receipt>,
-    ) -> Option<Commit> {
-        if state.delivery != Delivery::AtMostOnce || state.journal.is_some() {
-            return None;
-        }
-        let committer = self.durable.as_ref()?.committer.clone();
-        let receipt = receipt.take()?;
-        Some(acknowledge(committer, receipt))
-    }
-}
-
-/// Acknowledges `receipt` in a durable commit.
-fn acknowledge(committer: Arc<Committer>, receipt: Receipt) -> Commit {
-    Box::pin(async move {
-        committer
-            .commit(Box::new(Ack(receipt)))
-            .await
-            .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
-    })
-}
-
-impl wit::Host for Call<'_, Persistence> {
-    fn set_delivery(&mut self, mode: DeliveryMode) {
-        self.state.delivery = match mode {
+impl From<DeliveryMode> for Delivery {
+    fn from(mode: DeliveryMode) -> Self {
+        match mode {
             DeliveryMode::AtLeastOnce => Delivery::AtLeastOnce,
             DeliveryMode::AtMostOnce => Delivery::AtMostOnce,
-        };
+        }
     }
+}
 
-    fn delivery(&mut self) -> DeliveryMode {
-        match self.state.delivery {
+impl From<Delivery> for DeliveryMode {
+    fn from(delivery: Delivery) -> Self {
+        match delivery {
             Delivery::AtLeastOnce => DeliveryMode::AtLeastOnce,
             Delivery::AtMostOnce => DeliveryMode::AtMostOnce,
         }
     }
 }
 
+/// The write that acknowledges `receipt` before the guest sees its message, if an actor in
+/// `mode` that is `persistent` or not must have one (a host with a database, `committer`);
+/// it takes the receipt.
+pub(super) fn acknowledge_first(
+    mode: Delivery,
+    persistent: bool,
+    committer: Option<&Arc<Committer>>,
+    receipt: &mut Option<Receipt>,
+) -> Option<impl Future<Output = Result<(), Arc<DatabaseError>>> + Send + 'static> {
+    if mode != Delivery::AtMostOnce || persistent {
+        return None;
+    }
+    let committer = committer?.clone();
+    let receipt = receipt.take()?;
+    Some(async move { committer.commit(Box::new(Ack(receipt))).await })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::journal::{OutboxRow, StepWrite};
-    use super::super::{Journaled, Persistent};
+    use super::super::{Journaled, Persistence, Persistent};
     use super::*;
     use crate::caps::capability::{Capability, Env};
     use crate::config::HostConfig;

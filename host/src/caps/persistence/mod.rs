@@ -57,6 +57,7 @@ use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::quota::Quota;
+use crate::sandbox::bindings::mote::actor::delivery::{self as delivery_wit, DeliveryMode};
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
 };
@@ -207,10 +208,7 @@ impl Capability for Persistence {
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
         wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())?;
-        crate::sandbox::bindings::mote::actor::delivery::add_to_linker::<_, HasCall<Self>>(
-            linker,
-            |s| s.call(),
-        )
+        delivery_wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
     }
 
     fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
@@ -393,6 +391,41 @@ impl Capability for Persistence {
         if let Some(durable) = &self.durable {
             durable.committer.lazy(Box::new(Ack(receipt)));
         }
+    }
+}
+
+impl Persistence {
+    /// The write that acknowledges `receipt` before the guest sees its message, if the actor
+    /// is in at-most-once mode and not persistent (see `delivery`); it takes the receipt.
+    fn acknowledge_first(
+        &self,
+        state: &Persistent,
+        receipt: &mut Option<Receipt>,
+    ) -> Option<Commit> {
+        let committer = self.durable.as_ref().map(|d| &d.committer);
+        let ack = delivery::acknowledge_first(
+            state.delivery,
+            state.journal.is_some(),
+            committer,
+            receipt,
+        )?;
+        Some(Box::pin(async move {
+            ack.await
+                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
+        }))
+    }
+}
+
+impl delivery_wit::Host for Call<'_, Persistence> {
+    fn set_delivery(
+        &mut self,
+        mode: crate::sandbox::bindings::mote::actor::delivery::DeliveryMode,
+    ) {
+        self.state.delivery = mode.into();
+    }
+
+    fn delivery(&mut self) -> DeliveryMode {
+        self.state.delivery.into()
     }
 }
 
