@@ -88,19 +88,7 @@ async fn a_blocked_log_writer_stalls_no_actor_and_drops_are_counted() {
         }
     });
     let done = Arc::new(AtomicBool::new(false));
-    let asker = tokio::spawn({
-        let (system, done) = (system.clone(), done.clone());
-        async move {
-            let mut latencies = Vec::new();
-            while !done.load(Ordering::Acquire) || latencies.len() < 100 {
-                let asked = Instant::now();
-                let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
-                latencies.push(asked.elapsed());
-                assert_eq!(value, Counter::Value(5));
-            }
-            latencies
-        }
-    });
+    let asker = keep_asking(system.clone(), "/user/victim", 5, done.clone());
     // One flood per worker thread: were a line written on the actor's thread, both would block.
     let lines = 20_000;
     for (name, stream) in [("by-log", "log"), ("by-stdout", "stdout")] {
@@ -120,8 +108,7 @@ async fn a_blocked_log_writer_stalls_no_actor_and_drops_are_counted() {
     let mut latencies = asker.await.expect("the asks of the sibling");
     let dropped = system.log_dropped();
     let gate_was_shut = !*GATE.lock().unwrap_or_else(|p| p.into_inner());
-    latencies.sort();
-    let p99 = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    let p99 = p99(&mut latencies);
     eprintln!(
         "sibling p99 {p99:?} over {} asks; {dropped} guest lines dropped; {} flood lines written \
          while the gate was shut",

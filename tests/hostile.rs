@@ -82,19 +82,7 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     let mut probe = system.probe("reports").unwrap();
     let init = init.replace("$REPORT", "/system/reports");
     let done = Arc::new(AtomicBool::new(false));
-    let asker = tokio::spawn({
-        let (system, done) = (system.clone(), done.clone());
-        async move {
-            let mut latencies = Vec::new();
-            while !done.load(Ordering::Acquire) || latencies.len() < 100 {
-                let asked = Instant::now();
-                let value: Counter = ask_as(&system, "/user/victim", &Counter::Get).await;
-                latencies.push(asked.elapsed());
-                assert_eq!(value, Counter::Value(5));
-            }
-            latencies
-        }
-    });
+    let asker = keep_asking(system.clone(), "/user/victim", 5, done.clone());
     system
         .spawn("attacker", "attacker", init.as_bytes())
         .unwrap();
@@ -111,9 +99,8 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     }
     done.store(true, Ordering::Release);
     let mut latencies = asker.await.expect("the asks of the sibling");
-    latencies.sort();
     // The 99th percentile: with 100 asks, the second slowest.
-    let p99 = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    let p99 = p99(&mut latencies);
     eprintln!(
         "{init}: sibling p99 {p99:?} over {} asks; host RSS {} MiB (+{} MiB); log so far {} bytes",
         latencies.len(),
@@ -618,8 +605,7 @@ async fn a_call_out_flood_stops_at_the_quota_and_the_sibling_keeps_answering() {
         }
     );
     assert_eq!(refusals(&system, Quota::Callouts), u64::from(n - quota));
-    latencies.sort();
-    let p99 = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    let p99 = p99(&mut latencies);
     assert!(p99 < RESPONSIVE, "the sibling answered in {p99:?} at p99");
     // The attacker's call-outs are still held by the server; it answers all the same.
     let pong: Fetched = ask_as(&system, "/user/attacker", &Fetch::Ping(1)).await;

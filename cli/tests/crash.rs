@@ -125,6 +125,18 @@ fn wait_for(socket: &Path, flush: bool, done: impl Fn(LedgerState) -> bool) -> L
     }
 }
 
+/// Writes `ledger.toml` into `dir`: the ledger module and one actor of it per (path, init).
+fn manifest(dir: &Path, actors: &[(&str, String)]) {
+    let ledger = mote_test_programs::path("ledger").expect("example actors are built");
+    let mut toml = format!("[[module]]\nname = \"ledger\"\npath = {ledger:?}\n");
+    for (path, init) in actors {
+        toml.push_str(&format!(
+            "\n[[actor]]\npath = {path:?}\nmodule = \"ledger\"\ninit = {init:?}\n"
+        ));
+    }
+    std::fs::write(dir.join("ledger.toml"), toml).unwrap();
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mote-crash-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -144,41 +156,28 @@ fn kill_9_loses_no_stashed_durable_message() {
 
 /// Runs source -> relay -> sink (`sink` is its init) for `n` counts, killing the host `kills`
 /// times at random points, then checks every count.
-fn chain(name: &str, sink: &str, n: u64, kills: usize) {
+fn chain(name: &str, sink: &str, n: u64, kills: u64) {
     let flush = sink != "sink";
     let dir = scratch(name);
-    let ledger = mote_test_programs::path("ledger").expect("example actors are built");
-    std::fs::write(
-        dir.join("ledger.toml"),
-        format!(
-            "[[module]]\nname = \"ledger\"\npath = {ledger:?}\n\n\
-             [[actor]]\npath = \"/user/sink\"\nmodule = \"ledger\"\ninit = {sink:?}\n\n\
-             [[actor]]\npath = \"/user/relay\"\nmodule = \"ledger\"\ninit = \"relay /user/sink\"\n\n\
-             [[actor]]\npath = \"/user/source\"\nmodule = \"ledger\"\ninit = \"source {n} /user/relay\"\n"
-        ),
-    )
-    .unwrap();
+    manifest(
+        &dir,
+        &[
+            ("/user/sink", sink.to_owned()),
+            ("/user/relay", "relay /user/sink".to_owned()),
+            ("/user/source", format!("source {n} /user/relay")),
+        ],
+    );
     let socket = dir.join("mote.sock");
-    let mut seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
-    eprintln!("{name} crash test seed {seed}");
-    let mut reached = 0;
-    for round in 0..kills {
+    for (round, target) in random_points(n, kills).into_iter().enumerate() {
         let mut host = start(&dir);
-        // A random point in the next stretch of the stream.
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let stretch = n / (kills as u64 + 1);
-        let target = reached + 1 + seed % stretch;
         let state = wait_for(&socket, false, |s| s.count >= target);
         host.0.kill().expect("SIGKILL");
         host.0.wait().expect("reap");
-        eprintln!("round {round}: killed at sink count >= {}", state.count);
+        eprintln!(
+            "{name} round {round}: killed at sink count >= {}",
+            state.count
+        );
         assert_eq!((state.dups, state.gaps), (0, 0), "before kill {round}");
-        reached = state.count;
     }
     let host = start(&dir);
     let sink = wait_for(&socket, flush, |s| s.count >= n);
@@ -220,19 +219,18 @@ fn chain(name: &str, sink: &str, n: u64, kills: usize) {
 /// and relay sent each count once.
 fn witnessed(name: &str, delivery: &str, linger_ms: u64, n: u64, kill_at: &[u64]) -> LedgerState {
     let dir = scratch(name);
-    let ledger = mote_test_programs::path("ledger").expect("example actors are built");
-    std::fs::write(
-        dir.join("ledger.toml"),
-        format!(
-            "[[module]]\nname = \"ledger\"\npath = {ledger:?}\n\n\
-             [[actor]]\npath = \"/user/sink\"\nmodule = \"ledger\"\ninit = \"sink\"\n\n\
-             [[actor]]\npath = \"/user/witness\"\nmodule = \"ledger\"\n\
-             init = \"witness /user/sink {delivery} {linger_ms}\"\n\n\
-             [[actor]]\npath = \"/user/relay\"\nmodule = \"ledger\"\ninit = \"relay /user/witness\"\n\n\
-             [[actor]]\npath = \"/user/source\"\nmodule = \"ledger\"\ninit = \"source {n} /user/relay\"\n"
-        ),
-    )
-    .unwrap();
+    manifest(
+        &dir,
+        &[
+            ("/user/sink", "sink".to_owned()),
+            (
+                "/user/witness",
+                format!("witness /user/sink {delivery} {linger_ms}"),
+            ),
+            ("/user/relay", "relay /user/witness".to_owned()),
+            ("/user/source", format!("source {n} /user/relay")),
+        ],
+    );
     let socket = dir.join("mote.sock");
     for (round, target) in kill_at.iter().enumerate() {
         let mut host = start(&dir);

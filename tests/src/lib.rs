@@ -159,3 +159,30 @@ pub fn durable_config(db: &std::path::Path) -> HostConfig {
     config.storage(db);
     config
 }
+
+/// Asks the counter at `path` for its value over and over, expecting `value`, until `done`
+/// is set and at least 100 asks were answered; gives the latency of each ask.
+pub fn keep_asking(
+    system: std::sync::Arc<ActorSystem>,
+    path: &'static str,
+    value: u64,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<Duration>> {
+    use mote_example_protocol::Counter;
+    tokio::spawn(async move {
+        let mut latencies = Vec::new();
+        while !done.load(std::sync::atomic::Ordering::Acquire) || latencies.len() < 100 {
+            let asked = std::time::Instant::now();
+            let answer: Counter = ask_as(&system, path, &Counter::Get).await;
+            latencies.push(asked.elapsed());
+            assert_eq!(answer, Counter::Value(value));
+        }
+        latencies
+    })
+}
+
+/// The 99th percentile of `latencies` (sorted here).
+pub fn p99(latencies: &mut [Duration]) -> Duration {
+    latencies.sort();
+    latencies[(latencies.len() * 99).div_ceil(100) - 1]
+}
