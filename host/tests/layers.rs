@@ -262,6 +262,7 @@ fn a_capability_unit_imports_no_other_unit_but_the_timer_wheel() {
         "callouts",
         "priority",
         "lifecycle",
+        "delivery",
         "wasi",
     ];
     for unit in units {

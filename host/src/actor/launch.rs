@@ -95,6 +95,10 @@ impl Extensions for Launcher {
         self.caps.settle(receipt);
     }
 
+    fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit> {
+        self.caps.acknowledge(receipt)
+    }
+
     fn dead_letter(&self, kernel: &Arc<Kernel>, envelope: &Envelope, target: &str) {
         self.caps.dead_letter(kernel, envelope, target);
     }

@@ -131,10 +131,21 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
         None
     }
 
-    /// A durable message's `receipt` is about to be handed to the guest: a capability may take
-    /// it to acknowledge it before the guest sees the message, with a write the cell awaits
-    /// first (at-most-once delivery). If that write fails, the guest does not see the message.
-    fn deliver(&self, _state: &mut Self::State, _receipt: &mut Option<Receipt>) -> Option<Commit> {
+    /// A durable message's `receipt` is about to be handed to `actor`'s guest: a capability may
+    /// take it to acknowledge it before the guest sees the message, with a write the cell
+    /// awaits first (at-most-once delivery). If that write fails, the guest does not see it.
+    fn deliver(
+        &self,
+        _state: &mut Self::State,
+        _actor: &ActorCore,
+        _receipt: &mut Option<Receipt>,
+    ) -> Option<Commit> {
+        None
+    }
+
+    /// The durable write that acknowledges `receipt` now, from the capability that keeps
+    /// durable messages (`None` from the others, or without a database).
+    fn acknowledge(&self, _receipt: Receipt) -> Option<Commit> {
         None
     }
 
@@ -423,12 +434,28 @@ macro_rules! capabilities {
             pub(crate) fn deliver(
                 &self,
                 states: &mut States,
+                actor: &$crate::actor::core::ActorCore,
                 receipt: &mut Option<$crate::message::Receipt>,
             ) -> Option<$crate::actor::step::Commit> {
                 use $crate::caps::capability::Capability as _;
                 receipt.as_ref()?;
                 $(
-                    if let Some(commit) = self.$field.deliver(&mut states.$field, receipt) {
+                    if let Some(commit) = self.$field.deliver(&mut states.$field, actor, receipt) {
+                        return Some(commit);
+                    }
+                )*
+                None
+            }
+
+            /// The durable write that acknowledges `receipt` now, if a capability keeps durable
+            /// messages.
+            pub(crate) fn acknowledge(
+                &self,
+                receipt: $crate::message::Receipt,
+            ) -> Option<$crate::actor::step::Commit> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    if let Some(commit) = self.$field.acknowledge(receipt) {
                         return Some(commit);
                     }
                 )*

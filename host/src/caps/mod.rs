@@ -6,6 +6,7 @@
 pub(crate) mod callouts;
 pub(crate) mod capability;
 pub(crate) mod clock;
+pub(crate) mod delivery;
 pub(crate) mod forwarding;
 pub(crate) mod host;
 pub(crate) mod lifecycle;
@@ -51,6 +52,8 @@ capabilities! {
     priority: priority::Priority,
     /// `mote:actor/lifecycle`: a parent deactivates and activates its children.
     lifecycle: lifecycle::Lifecycle,
+    /// `mote:actor/delivery`: at-least-once or at-most-once for an actor's durable messages.
+    delivery: delivery::Delivery,
     /// WASI: clocks, random, guest output into the log, and `wasi:http` when granted.
     wasi: wasi::Wasi,
 }

@@ -71,6 +71,9 @@ pub(crate) trait Extensions: Send + Sync + 'static {
     /// A durable message was consumed or dropped without a durable step: settle its receipt.
     fn settle(&self, receipt: Receipt);
 
+    /// The durable write that acknowledges `receipt` now (`None` without a database).
+    fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit>;
+
     /// A message has become a dead letter.
     fn dead_letter(&self, kernel: &Arc<Kernel>, envelope: &Envelope, target: &str);
 
@@ -295,6 +298,12 @@ impl Kernel {
             }
             None => self.guardian.release(child),
         }
+    }
+
+    /// The durable write that acknowledges `receipt` now, for a capability that must have it
+    /// acknowledged before its actor sees the message; `None` without a database.
+    pub(crate) fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit> {
+        self.ext()?.acknowledge(receipt)
     }
 
     /// Settles durable messages' receipts: they were consumed without a durable step, or

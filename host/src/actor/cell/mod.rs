@@ -481,7 +481,10 @@ impl Cell {
             return None;
         }
         let mut receipt = envelope.receipt.take();
-        if let Some(ack) = self.caps.deliver(&mut instance.state().caps, &mut receipt)
+        let state = instance.state();
+        if let Some(ack) = self
+            .caps
+            .deliver(&mut state.caps, &state.core, &mut receipt)
             && let Err(error) = ack.await
         {
             // Not acknowledged, so not delivered: its record stays for a later host run.

@@ -18,8 +18,8 @@
 //! crash the rows still present are exactly the messages whose effect was not committed; they are
 //! parked by target path and handed to the first incarnation spawned (or entity activated) at that
 //! path, before anything else. A receiver that keeps no durable state acknowledges lazily (at
-//! least once across crashes), or, if it asked for at-most-once (`mote:actor/delivery`, see
-//! `delivery`), durably before it sees the message.
+//! least once across crashes), or, if it asked for at-most-once (the `delivery` capability),
+//! durably before it sees the message (`acknowledge`).
 //!
 //! Invariants:
 //! - An actor is persistent from its `recover` on: from then, its steps hold their effects and
@@ -31,7 +31,6 @@
 //!   `<scope>:<name>`, the scope being the actor's module name or `@<kind>` for an entity.
 
 mod backlog;
-mod delivery;
 pub(crate) mod entities;
 pub(crate) mod journal;
 mod reminders;
@@ -43,7 +42,6 @@ use std::time::Duration;
 use wasmtime::component::Linker;
 
 use self::backlog::{Parked, Parking};
-use self::delivery::Delivery;
 use self::entities::{Entities, EntityOptions};
 use self::journal::{Ack, Journal, Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
 use self::reminders::{Reminder, Reminders};
@@ -57,7 +55,6 @@ use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::quota::Quota;
-use crate::sandbox::bindings::mote::actor::delivery::{self as delivery_wit, DeliveryMode};
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
 };
@@ -97,8 +94,6 @@ pub(crate) struct Persistent {
     pid: Option<String>,
     /// Set by `recover`: the actor is persistent.
     journal: Option<Journaled>,
-    /// How its durable messages are acknowledged while it is not persistent.
-    delivery: Delivery,
 }
 
 /// The durable side of a persistent actor instance.
@@ -168,7 +163,7 @@ impl Persistence {
 
 impl Capability for Persistence {
     type State = Persistent;
-    const IMPORTS: &'static [&'static str] = &["mote:actor/persistence@", "mote:actor/delivery@"];
+    const IMPORTS: &'static [&'static str] = &["mote:actor/persistence@"];
 
     fn new(env: &Env<'_>) -> Result<Self, HostError> {
         let parking = Arc::new(Parking::default());
@@ -207,8 +202,7 @@ impl Capability for Persistence {
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())?;
-        delivery_wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+        wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
     }
 
     fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
@@ -222,16 +216,14 @@ impl Capability for Persistence {
                 scope,
                 pid: None,
                 journal: None,
-                delivery: Delivery::default(),
             },
-            // A fresh instance recovers for itself; its delivery mode holds.
-            Origin::Restarted { old, .. } => Persistent {
+            // A fresh instance recovers for itself.
+            Origin::Restarted { .. } => Persistent {
                 scope,
                 pid: None,
                 journal: None,
-                delivery: old.delivery,
             },
-            // The new version goes on with the same id, sequence and delivery mode.
+            // The new version goes on with the same id and sequence.
             Origin::Upgraded { old } => Persistent {
                 scope,
                 pid: old.pid.clone(),
@@ -239,7 +231,6 @@ impl Capability for Persistence {
                     .journal
                     .as_ref()
                     .map(|j| Journaled::new(j.pid.clone(), j.seq)),
-                delivery: old.delivery,
             },
         }
     }
@@ -324,8 +315,14 @@ impl Capability for Persistence {
         }))
     }
 
-    fn deliver(&self, state: &mut Persistent, receipt: &mut Option<Receipt>) -> Option<Commit> {
-        self.acknowledge_first(state, receipt)
+    fn acknowledge(&self, receipt: Receipt) -> Option<Commit> {
+        let committer = self.durable.as_ref()?.committer.clone();
+        Some(Box::pin(async move {
+            committer
+                .commit(Box::new(Ack(receipt)))
+                .await
+                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
+        }))
     }
 
     fn abandon(&self, state: &mut Persistent) {
@@ -391,41 +388,6 @@ impl Capability for Persistence {
         if let Some(durable) = &self.durable {
             durable.committer.lazy(Box::new(Ack(receipt)));
         }
-    }
-}
-
-impl Persistence {
-    /// The write that acknowledges `receipt` before the guest sees its message, if the actor
-    /// is in at-most-once mode and not persistent (see `delivery`); it takes the receipt.
-    fn acknowledge_first(
-        &self,
-        state: &Persistent,
-        receipt: &mut Option<Receipt>,
-    ) -> Option<Commit> {
-        let committer = self.durable.as_ref().map(|d| &d.committer);
-        let ack = delivery::acknowledge_first(
-            state.delivery,
-            state.journal.is_some(),
-            committer,
-            receipt,
-        )?;
-        Some(Box::pin(async move {
-            ack.await
-                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
-        }))
-    }
-}
-
-impl delivery_wit::Host for Call<'_, Persistence> {
-    fn set_delivery(
-        &mut self,
-        mode: crate::sandbox::bindings::mote::actor::delivery::DeliveryMode,
-    ) {
-        self.state.delivery = mode.into();
-    }
-
-    fn delivery(&mut self) -> DeliveryMode {
-        self.state.delivery.into()
     }
 }
 
@@ -686,5 +648,92 @@ impl wit::Host for Call<'_, Persistence> {
             j.ops.push(Op::CancelReminder { id });
         }
         cancelled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::journal::{OutboxRow, StepWrite};
+    use super::*;
+    use crate::caps::capability::{Capability, Env};
+    use crate::config::HostConfig;
+    use crate::guestlog::GuestLog;
+    use crate::storage::Scratch;
+    use crate::storage::committer::Write;
+
+    /// A persistence service on a fresh database, with outbox rows 1..=`rows` waiting.
+    fn persistence(rows: u64) -> (Persistence, Scratch) {
+        let scratch = Scratch::new("acknowledge");
+        let db = scratch.database("d.redb");
+        let persistence = Persistence::new(&Env {
+            config: &HostConfig::new(),
+            database: Some(&db),
+            guest_log: &GuestLog::start(1),
+        })
+        .expect("a persistence service");
+        let write = StepWrite {
+            pid: "m:/user/source".into(),
+            outbox: (1..=rows)
+                .map(|id| {
+                    let row = OutboxRow {
+                        target: "/user/receiver".into(),
+                        sender: None,
+                        kind: "k".into(),
+                        body: vec![id as u8],
+                    };
+                    (id, row)
+                })
+                .collect(),
+            ..StepWrite::default()
+        };
+        db.write_with(|txn| write.apply(txn)).expect("the rows");
+        (persistence, scratch)
+    }
+
+    fn outbox(persistence: &Persistence) -> u64 {
+        let journal = &persistence.durable.as_ref().expect("durable").journal;
+        journal.outbox_len().expect("the outbox")
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    #[test]
+    fn acknowledging_first_removes_the_row_durably() {
+        let (persistence, _scratch) = persistence(2);
+        let ack = persistence
+            .acknowledge(Receipt::Outbox(1))
+            .expect("a write to await first");
+        runtime()
+            .block_on(ack)
+            .expect("the acknowledgement commits");
+        assert_eq!(outbox(&persistence), 1, "row 1 is gone, row 2 waits");
+    }
+
+    #[test]
+    fn a_failed_acknowledgement_is_an_error_and_the_row_stays() {
+        let (persistence, _scratch) = persistence(1);
+        persistence.durable.as_ref().unwrap().committer.close();
+        let ack = persistence.acknowledge(Receipt::Outbox(1)).unwrap();
+        assert!(
+            runtime().block_on(ack).is_err(),
+            "the guest must not see it"
+        );
+        assert_eq!(outbox(&persistence), 1, "its row stays");
+    }
+
+    #[test]
+    fn a_host_without_a_database_has_nothing_to_acknowledge() {
+        let volatile = Persistence::new(&Env {
+            config: &HostConfig::new(),
+            database: None,
+            guest_log: &GuestLog::start(1),
+        })
+        .expect("a persistence service");
+        assert!(volatile.acknowledge(Receipt::Outbox(1)).is_none());
     }
 }
