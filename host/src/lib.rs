@@ -25,13 +25,13 @@
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
 //!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
-//!    │         forwarding · lookup · naming · callouts · wasi
-//!    │         · capability (the Capability trait, Call, ActorState)
+//!    │         forwarding · lookup · naming · stashing · priority · lifecycle · delivery ·
+//!    │         callouts · wasi · capability (the Capability trait, Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
 //!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)
 //!    │
-//!  actor       mailbox (two lanes, ActorRef) · supervisor (strategies, decisions)
+//!  actor       mailbox (three lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
 //!  storage     database (the redb file) · committer (group commit)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
