@@ -506,7 +506,11 @@ impl Cell {
                 return Some(Exit::Failed(failure));
             }
         }
-        if let Err(failure) = self.settle(receipt).await {
+        // Sealed here, so that the common step with nothing to wait for costs no future.
+        let instance = self.instance.as_mut()?;
+        if let Some(sealed) = seal_step(&self.kernel, &self.caps, instance, receipt)
+            && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
+        {
             return Some(Exit::Failed(failure));
         }
         self.state()?
@@ -589,17 +593,51 @@ async fn commit_step(
     instance: &mut ActorInstance,
     handled: Option<Receipt>,
 ) -> Result<(), Failure> {
+    match seal_step(kernel, caps, instance, handled) {
+        None => Ok(()),
+        Some(sealed) => finish_step(kernel, instance, sealed).await,
+    }
+}
+
+/// A step with something left to do once sealed: a write to await, effects to release.
+struct Sealed {
+    commit: Option<step::Commit>,
+    effects: Vec<step::Effect>,
+}
+
+/// Seals the step of `instance`'s last call (without waiting for anything): `None` if the call
+/// wrote nothing and its effects already took place, the common case of an actor that is not
+/// persistent.
+fn seal_step(
+    kernel: &Arc<Kernel>,
+    caps: &Caps,
+    instance: &mut ActorInstance,
+    handled: Option<Receipt>,
+) -> Option<Sealed> {
     let state = instance.state();
     let mut consumed = state.core.step.take_consumed();
     consumed.extend(handled);
-    let sealed = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
+    let commit = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
     kernel.settle(consumed);
-    if sealed.is_none() && !state.core.step.holds() {
+    if commit.is_none() && !state.core.step.holds() {
         // Nothing to write, and its effects took place during the call.
-        return Ok(());
+        return None;
     }
-    let effects = state.core.step.take();
-    if let Some(commit) = sealed
+    Some(Sealed {
+        commit,
+        effects: state.core.step.take(),
+    })
+}
+
+/// Awaits a sealed step's write, then releases its effects, or discards them and poisons the
+/// instance if the write failed.
+async fn finish_step(
+    kernel: &Arc<Kernel>,
+    instance: &mut ActorInstance,
+    sealed: Sealed,
+) -> Result<(), Failure> {
+    let Sealed { commit, effects } = sealed;
+    if let Some(commit) = commit
         && let Err(error) = commit.await
     {
         step::discard(effects);
