@@ -47,3 +47,19 @@ async fn an_actor_reads_its_age_and_the_cpu_time_of_its_own_calls() {
     assert!(restarted.cpu_ns >= later.cpu_ns);
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_module_that_can_read_the_clock_is_metered() {
+    // Measuring costs two clock reads a guest call: a module that does not import `clock`
+    // cannot tell, so its actors do not pay.
+    let system = system_with(&["clock", "counter"]);
+    let metered = |name: &str| {
+        system
+            .module_list()
+            .into_iter()
+            .find(|m| m.name == name)
+            .map(|m| m.metered)
+    };
+    assert_eq!(metered("clock"), Some(true));
+    assert_eq!(metered("counter"), Some(false));
+}

@@ -106,7 +106,8 @@ pub(crate) struct ActorInstance {
     bindings: ActorWorld,
     supervise: Option<SuperviseFunc>,
     upgrade: Option<(SaveStateFunc, MigrateFunc)>,
-    usage: Arc<Usage>,
+    /// Where its calls' time is charged, if its module can read it.
+    usage: Option<Arc<Usage>>,
     slice_ticks: u64,
     epochs: bool,
     /// Set once a call trapped: the instance can no longer be entered.
@@ -119,7 +120,8 @@ impl ActorInstance {
         let engine = module.pre.engine().clone();
         let config = &state.core.kernel.config;
         let (slice_ticks, epochs) = (config.time_slice_ticks, config.epoch_interruption);
-        let usage = state.core.meter.usage.clone();
+        // Only an actor that can read its CPU time pays for measuring it.
+        let usage = module.metered.then(|| state.core.meter.usage.clone());
         let mut store = Store::new(&engine, state);
         store.limiter(|state| &mut state.core.meter);
         if epochs {
@@ -208,7 +210,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_start(&mut self.store, init),
-            &self.usage,
+            self.usage.as_deref(),
         )
         .await;
         self.flatten(result)
@@ -230,7 +232,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_receive(&mut self.store, &msg),
-            &self.usage,
+            self.usage.as_deref(),
         )
         .await;
         let core = &mut self.store.data_mut().core;
@@ -253,7 +255,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_stopping(&mut self.store, &reason),
-            &self.usage,
+            self.usage.as_deref(),
         )
         .await;
         self.flatten(result.map(Ok))
@@ -275,7 +277,12 @@ impl ActorInstance {
             to_wit_failure_kind(kind),
             error.to_owned(),
         );
-        match Metered::new(func.call_async(&mut self.store, args), &self.usage).await {
+        match Metered::new(
+            func.call_async(&mut self.store, args),
+            self.usage.as_deref(),
+        )
+        .await
+        {
             Ok((directive,)) => Ok(directive.map(from_wit_directive)),
             Err(trap) => Err(self.trapped(&trap, "supervise: ")),
         }
@@ -292,7 +299,7 @@ impl ActorInstance {
             return Ok(None);
         };
         self.begin_call();
-        match Metered::new(save.call_async(&mut self.store, ()), &self.usage).await {
+        match Metered::new(save.call_async(&mut self.store, ()), self.usage.as_deref()).await {
             Ok((state,)) => Ok(state),
             Err(trap) => Err(self.trapped(&trap, "save-state: ")),
         }
@@ -305,7 +312,9 @@ impl ActorInstance {
         };
         self.begin_call();
         let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
-        let result = Metered::new(call, &self.usage).await.map(|(r,)| r);
+        let result = Metered::new(call, self.usage.as_deref())
+            .await
+            .map(|(r,)| r);
         self.flatten(result)
     }
 

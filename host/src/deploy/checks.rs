@@ -17,6 +17,8 @@ pub(crate) const ACTOR_EXPORT: &str = "mote:actor/actor@0.2.0";
 pub(crate) const SUPERVISOR_EXPORT: &str = "mote:actor/supervisor@0.2.0";
 /// The optional export through which an actor carries its state across an upgrade.
 pub(crate) const UPGRADE_EXPORT: &str = "mote:actor/upgrade@0.2.0";
+/// The interface through which an actor reads its clocks (any 0.2 version).
+pub(crate) const CLOCK_IMPORT: &str = "mote:actor/clock@";
 
 /// Checks a module name or version: 1-64 characters from `A-Z a-z 0-9 _ - .`, not starting
 /// with `.`.

@@ -23,7 +23,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, ComponentExportIndex, Linker};
 
 use super::cache::{CompiledCache, ModuleStats};
-use super::checks::{self, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use super::checks::{self, CLOCK_IMPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
 use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
@@ -53,6 +53,9 @@ pub(crate) struct Module {
     pub(crate) supervise: Option<ComponentExportIndex>,
     /// The state hooks, if the component exports `upgrade`.
     pub(crate) upgrade: Option<UpgradeExports>,
+    /// Whether its actors' CPU time is measured: only if it imports the `clock` interface,
+    /// the one way to read it (two clock reads a guest call cost the others nothing).
+    pub(crate) metered: bool,
 }
 
 /// One deployed module version, as listed by [`crate::ActorSystem::module_list`].
@@ -68,6 +71,8 @@ pub struct ModuleInfo {
     pub current: bool,
     /// Whether it exports the `upgrade` state hooks.
     pub upgradable: bool,
+    /// Whether its actors' CPU time is measured (it imports `clock`, the way to read it).
+    pub metered: bool,
     /// What it was granted beyond the defaults.
     pub grants: Vec<String>,
 }
@@ -288,6 +293,10 @@ impl Modules {
             pre,
             supervise: export(SUPERVISOR_EXPORT, "supervise"),
             upgrade,
+            metered: component
+                .component_type()
+                .imports(&self.engine)
+                .any(|(import, _)| import.starts_with(CLOCK_IMPORT)),
         })
     }
 
@@ -377,6 +386,7 @@ impl Modules {
                     hash: m.hash.to_string(),
                     current: *m.version == *entry.current,
                     upgradable: m.upgrade.is_some(),
+                    metered: m.metered,
                     grants: m.grants.clone(),
                 })
             })

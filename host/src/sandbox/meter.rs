@@ -169,15 +169,15 @@ pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// A guest call whose every run (poll) is charged to a [`Usage`].
+/// A guest call whose every run (poll) is charged to a [`Usage`], if it has one.
 pub(crate) struct Metered<'u, F> {
     call: F,
-    usage: &'u Usage,
+    usage: Option<&'u Usage>,
 }
 
 impl<'u, F> Metered<'u, F> {
-    /// Charges the runs of `call` to `usage`.
-    pub(crate) fn new(call: F, usage: &'u Usage) -> Self {
+    /// Charges the runs of `call` to `usage` (none: not metered).
+    pub(crate) fn new(call: F, usage: Option<&'u Usage>) -> Self {
         Metered { call, usage }
     }
 }
@@ -190,6 +190,9 @@ impl<F: Future> Future for Metered<'_, F> {
         // SAFETY: `call` is pinned structurally: `Metered` never moves it out and has no `Drop`
         // of its own, so once `self` is pinned, `call` stays where it is until dropped.
         let call = unsafe { self.map_unchecked_mut(|m| &mut m.call) };
+        let Some(usage) = usage else {
+            return call.poll(cx);
+        };
         let began = usage.start_run();
         let polled = call.poll(cx);
         usage.end_run(began);
