@@ -18,7 +18,7 @@ use crate::deploy::modules::Module;
 use crate::message::{Envelope, StopReason};
 use crate::sandbox::bindings::{
     ActorWorld, WitAddress, WitDirective, WitFailureKind, WitMessage, from_wit_directive,
-    to_wit_address, to_wit_failure_kind, to_wit_stop_reason,
+    to_wit_address, to_wit_address_of, to_wit_failure_kind, to_wit_stop_reason,
 };
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
 
@@ -221,10 +221,13 @@ impl ActorInstance {
     pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
         self.begin_call();
         let core = &mut self.store.data_mut().core;
-        core.current_sender = envelope.sender.clone();
+        // The sender moves into the core (no reference count to touch); the guest gets a copy
+        // of its path.
+        let sender = envelope.sender.as_ref().map(to_wit_address_of);
+        core.current_sender = envelope.sender;
         core.current_bytes = Some(envelope.body.len());
         let msg = WitMessage {
-            sender: envelope.sender.map(to_wit_address),
+            sender,
             kind: envelope.kind,
             body: envelope.body,
         };

@@ -15,8 +15,9 @@
 //!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
 //!   dead letter too.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -179,6 +180,25 @@ impl Depth {
     }
 }
 
+/// The urgent lane: a queue under a lock rather than a channel, because it is rare and a
+/// channel allocates its first block up front (some 3 KiB an actor). Its owner is woken by a
+/// `SystemMsg::Urgent` on the system lane.
+#[derive(Debug, Default)]
+pub(crate) struct UrgentLane(Mutex<Urgent>);
+
+/// What the urgent lane holds, and whether it takes more.
+#[derive(Debug, Default)]
+pub(crate) struct Urgent {
+    queue: VecDeque<UserMsg>,
+    closed: bool,
+}
+
+impl UrgentLane {
+    fn lock(&self) -> MutexGuard<'_, Urgent> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// What a mailbox holds at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Capacity {
@@ -217,7 +237,7 @@ pub(crate) struct ActorRef {
     pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
     pub(crate) user: mpsc::UnboundedSender<UserMsg>,
     /// The urgent lane: user messages served before the ordinary ones.
-    pub(crate) urgent: mpsc::UnboundedSender<UserMsg>,
+    pub(crate) urgent: Arc<UrgentLane>,
     pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
     /// Messages (and bytes) queued on the user lane now.
@@ -230,7 +250,7 @@ pub(crate) struct ActorRef {
 /// The receiving side, owned by the actor's cell.
 pub(crate) struct Mailbox {
     pub(crate) user: mpsc::UnboundedReceiver<UserMsg>,
-    pub(crate) urgent: mpsc::UnboundedReceiver<UserMsg>,
+    pub(crate) urgent: Arc<UrgentLane>,
     pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
     pub(crate) depth: Arc<Depth>,
     /// Urgent messages taken in a row since the last ordinary one.
@@ -244,7 +264,7 @@ pub(crate) fn mailbox(
     capacity: Capacity,
 ) -> (ActorRef, Mailbox) {
     let (user_tx, user_rx) = mpsc::unbounded_channel();
-    let (urgent_tx, urgent_rx) = mpsc::unbounded_channel();
+    let urgent = Arc::new(UrgentLane::default());
     let (system_tx, system_rx) = mpsc::unbounded_channel();
     let depth = Arc::new(Depth::default());
     let refusals = labels.is_some().then(Arc::default);
@@ -254,7 +274,7 @@ pub(crate) fn mailbox(
         module: labels.as_ref().map(|(name, _)| name.clone()),
         version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
         user: user_tx,
-        urgent: urgent_tx,
+        urgent: urgent.clone(),
         system: Some(system_tx),
         lifeline: Arc::default(),
         depth: depth.clone(),
@@ -264,7 +284,7 @@ pub(crate) fn mailbox(
         handle,
         Mailbox {
             user: user_rx,
-            urgent: urgent_rx,
+            urgent,
             system: system_rx,
             depth,
             urgent_run: 0,
@@ -295,9 +315,11 @@ impl ActorRef {
     }
 
     /// Queues a user message within the mailbox's capacity.
-    pub(crate) fn tell(&self, envelope: Envelope) -> Result<(), Refused> {
+    pub(crate) fn tell(&self, mut envelope: Envelope) -> Result<(), Refused> {
         let size = envelope.body.len();
         let depth = &self.depth;
+        // An endpoint (no system lane to wake it) takes every message on its one lane.
+        envelope.urgent &= self.system.is_some();
         // Urgent messages may fill a quarter of the mailbox, no more: a flood of them leaves
         // room for ordinary ones.
         if envelope.urgent && depth.urgent.fetch_add(1, Ordering::Relaxed) >= self.capacity.urgent()
@@ -334,26 +356,25 @@ impl ActorRef {
 
     /// Queues a message whose room is reserved (an urgent one's place on its lane too).
     fn push(&self, envelope: Envelope, size: usize) -> Result<(), Refused> {
-        let lane = if envelope.urgent {
-            &self.urgent
-        } else {
-            &self.user
-        };
-        let urgent = envelope.urgent;
-        match lane.send(UserMsg::Message(envelope)) {
+        if envelope.urgent {
+            let mut lane = self.urgent.lock();
+            if lane.closed {
+                drop(lane);
+                self.depth.sub(size);
+                self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
+                return Err(Refused::Closed(envelope));
+            }
+            lane.queue.push_back(UserMsg::Message(envelope));
+            drop(lane);
+            self.signal(SystemMsg::Urgent);
+            return Ok(());
+        }
+        match self.user.send(UserMsg::Message(envelope)) {
             Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
                 self.depth.sub(size);
-                if urgent {
-                    self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
-                }
                 Err(Refused::Closed(envelope))
             }
-            _ => {
-                if urgent {
-                    self.signal(SystemMsg::Urgent);
-                }
-                Ok(())
-            }
+            _ => Ok(()),
         }
     }
 
@@ -374,7 +395,8 @@ impl Mailbox {
                 self.took(&msg);
                 return Ok(msg);
             }
-            if let Ok(msg) = self.urgent.try_recv() {
+            let urgent = self.urgent.lock().queue.pop_front();
+            if let Some(msg) = urgent {
                 self.took(&msg);
                 return Ok(msg);
             }
@@ -384,13 +406,10 @@ impl Mailbox {
         Ok(msg)
     }
 
-    /// Waits for the next user message, an urgent one first; `None` once every sender is gone.
+    /// Waits for the next user message (an endpoint's: it has no urgent lane); `None` once
+    /// every sender is gone.
     pub(crate) async fn next(&mut self) -> Option<UserMsg> {
-        let msg = tokio::select! {
-            biased;
-            Some(msg) = self.urgent.recv() => msg,
-            msg = self.user.recv() => msg?,
-        };
+        let msg = self.user.recv().await?;
         self.took(&msg);
         Some(msg)
     }
@@ -411,10 +430,10 @@ impl Mailbox {
         }
     }
 
-    /// Closes both user lanes: later sends are refused.
+    /// Closes both user lanes: later sends are refused; what they hold can still be taken.
     pub(crate) fn close_user(&mut self) {
         self.user.close();
-        self.urgent.close();
+        self.urgent.lock().closed = true;
     }
 }
 

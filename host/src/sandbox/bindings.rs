@@ -56,6 +56,11 @@ impl From<Quota> for WitSendError {
 
 /// An address as the guest sees it.
 pub(crate) fn to_wit_address(address: Address) -> WitAddress {
+    to_wit_address_of(&address)
+}
+
+/// An address as the guest sees it, from a borrowed one.
+pub(crate) fn to_wit_address_of(address: &Address) -> WitAddress {
     WitAddress {
         path: address.path.as_str().to_owned(),
         incarnation: address.incarnation,
