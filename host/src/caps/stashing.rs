@@ -133,11 +133,11 @@ impl Capability for Stashing {
 }
 
 /// A stashed message as the guest sees it.
-fn to_wit(envelope: &Envelope) -> WitMessage {
+fn to_wit(envelope: Envelope) -> WitMessage {
     WitMessage {
-        sender: envelope.sender.clone().map(to_wit_address),
-        kind: envelope.kind.clone(),
-        body: envelope.body.clone(),
+        sender: envelope.sender.map(to_wit_address),
+        kind: envelope.kind,
+        body: envelope.body,
     }
 }
 
@@ -177,7 +177,7 @@ impl wit::Host for Call<'_, Stashing> {
 
     fn peek(&mut self, kind: Option<String>) -> Option<WitMessage> {
         let at = self.state.find(kind.as_deref())?;
-        self.state.held.get(at).map(to_wit)
+        self.state.held.get(at).cloned().map(to_wit)
     }
 
     fn take(&mut self, kind: Option<String>) -> Option<WitMessage> {
@@ -187,11 +187,7 @@ impl wit::Host for Call<'_, Stashing> {
         if let Some(receipt) = envelope.receipt.take() {
             self.actor.step.consume(receipt);
         }
-        Some(WitMessage {
-            sender: envelope.sender.map(to_wit_address),
-            kind: envelope.kind,
-            body: envelope.body,
-        })
+        Some(to_wit(envelope))
     }
 }
 

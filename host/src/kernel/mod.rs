@@ -309,12 +309,8 @@ impl Kernel {
     /// Settles durable messages' receipts: they were consumed without a durable step, or
     /// dropped.
     pub(crate) fn settle(&self, receipts: impl IntoIterator<Item = Receipt>) {
-        let mut receipts = receipts.into_iter().peekable();
-        if receipts.peek().is_none() {
-            return;
-        }
         if let Some(ext) = self.ext() {
-            receipts.for_each(|receipt| ext.settle(receipt));
+            receipts.into_iter().for_each(|receipt| ext.settle(receipt));
         }
     }
 }
