@@ -40,7 +40,7 @@ use mote_test_programs as examples;
 struct Args {
     /// w1, w2, w3, epoch, restart, timers, pubsub, ask or all.
     workload: String,
-    /// Scheduler worker threads.
+    /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Actors for w2.
@@ -124,6 +124,7 @@ fn system_with(
     modules: &[&str],
 ) -> anyhow::Result<ActorSystem> {
     config.pooling(args.pooling);
+    config.workers(args.threads);
     if let Some(us) = args.epoch_tick_us {
         config.epoch_tick(Duration::from_micros(us));
     }

@@ -11,6 +11,7 @@ use crate::quota::Quotas;
 #[derive(Clone, Debug)]
 pub struct HostConfig {
     pub(crate) throughput: usize,
+    pub(crate) workers: usize,
     pub(crate) epoch_interruption: bool,
     pub(crate) epoch_tick: Duration,
     pub(crate) time_slice_ticks: u64,
@@ -39,6 +40,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             throughput: 64,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             epoch_interruption: true,
             epoch_tick: Duration::from_millis(10),
             time_slice_ticks: 1,
@@ -75,6 +77,13 @@ impl HostConfig {
     /// (default 64). Higher means better throughput, lower means fairer latency.
     pub fn throughput(&mut self, messages: usize) -> &mut Self {
         self.throughput = messages.max(1);
+        self
+    }
+
+    /// How many scheduler threads run actors (default: one per core). Tokio's runtime keeps
+    /// the I/O and timers; actors run on these.
+    pub fn workers(&mut self, threads: usize) -> &mut Self {
+        self.workers = threads.max(1);
         self
     }
 

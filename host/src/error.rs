@@ -291,7 +291,7 @@ pub enum HostError {
     /// `ActorSystem::new` was called outside a tokio runtime.
     #[error("an ActorSystem must be created inside a tokio runtime")]
     NoRuntime,
-    /// A host thread (the epoch ticker) could not be started.
+    /// A host thread (the epoch ticker, a scheduler worker) could not be started.
     #[error("cannot start a host thread")]
     Thread(#[from] std::io::Error),
     /// The database could not be opened.

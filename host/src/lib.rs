@@ -63,6 +63,7 @@ mod kernel;
 mod message;
 mod quota;
 mod sandbox;
+mod sched;
 mod storage;
 mod system;
 

@@ -12,22 +12,31 @@ use crate::kernel::spawn::SpawnRequest;
 use crate::kernel::{Extensions, Kernel, Spawned, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::sandbox::engine::EpochTicker;
+use crate::sched::Scheduler;
 
 /// The actor layer, as the kernel sees it.
 pub(crate) struct Launcher {
     caps: Arc<Caps>,
     modules: Arc<Modules>,
+    /// Where cells run.
+    scheduler: Scheduler,
     /// Kept as long as the kernel: actors outlive the system handle until they stop, and a
     /// guest in an endless loop must still be preempted.
     _ticker: Option<EpochTicker>,
 }
 
 impl Launcher {
-    /// Launches actors of `modules` with `caps`; `ticker` preempts their guests.
-    pub(crate) fn new(caps: Arc<Caps>, modules: Arc<Modules>, ticker: Option<EpochTicker>) -> Self {
+    /// Launches actors of `modules` with `caps` on `scheduler`; `ticker` preempts their guests.
+    pub(crate) fn new(
+        caps: Arc<Caps>,
+        modules: Arc<Modules>,
+        scheduler: Scheduler,
+        ticker: Option<EpochTicker>,
+    ) -> Self {
         Launcher {
             caps,
             modules,
+            scheduler,
             _ticker: ticker,
         }
     }
@@ -57,6 +66,7 @@ impl Extensions for Launcher {
         tracing::debug!(actor = %actor.address, module = %module.name, "spawned");
         let task = CellSpec {
             kernel: kernel.clone(),
+            scheduler: self.scheduler.clone(),
             caps: self.caps.clone(),
             modules: self.modules.clone(),
             me: actor.clone(),

@@ -35,6 +35,7 @@ use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
 use crate::quota::Quota;
 use crate::sandbox::engine::{EpochTicker, build_engine};
+use crate::sched::Scheduler;
 use crate::storage::{CommitStats, Database};
 
 /// How long a graceful shutdown waits for queued guest log lines to be written.
@@ -66,6 +67,8 @@ pub struct ActorSystem {
     database: Option<Arc<Database>>,
     /// Where guest log lines go.
     guest_log: Arc<GuestLog>,
+    /// The threads that run the actors.
+    scheduler: Scheduler,
 }
 
 impl ActorSystem {
@@ -97,10 +100,12 @@ impl ActorSystem {
                 .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
         });
         let modules = Arc::new(Modules::new(engine, linker, cache, database.clone())?);
+        let scheduler = Scheduler::start(config.workers, runtime.clone())?;
         let kernel = Arc::new(Kernel::new(config, runtime));
         kernel.plug(Arc::new(Launcher::new(
             caps.clone(),
             modules.clone(),
+            scheduler.clone(),
             ticker,
         )));
         caps.started(&kernel);
@@ -110,6 +115,7 @@ impl ActorSystem {
             modules,
             database,
             guest_log,
+            scheduler,
         })
     }
 
@@ -587,5 +593,7 @@ impl Drop for ActorSystem {
         // Without a graceful shutdown the actors would outlive their handle: stop them.
         self.kernel.begin_shutdown();
         self.signal_top_level(StopReason::Shutdown);
+        // The workers leave once the last actor has stopped.
+        self.scheduler.close();
     }
 }

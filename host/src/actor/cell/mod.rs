@@ -44,10 +44,12 @@ use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::meter::Usage;
+use crate::sched::Scheduler;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
 pub(crate) struct CellSpec {
     pub(crate) kernel: Arc<Kernel>,
+    pub(crate) scheduler: Scheduler,
     pub(crate) caps: Arc<Caps>,
     pub(crate) modules: Arc<Modules>,
     pub(crate) me: ActorRef,
@@ -65,8 +67,8 @@ pub(crate) struct CellSpec {
 impl Pending for CellSpec {
     fn start(self: Box<Self>) {
         let span = tracing::info_span!("actor", path = %self.me.address.path);
-        let runtime = self.kernel.runtime.clone();
-        runtime.spawn(run(*self).instrument(span));
+        let scheduler = self.scheduler.clone();
+        scheduler.spawn(run(*self).instrument(span));
     }
 
     fn abandon(self: Box<Self>) {

@@ -1,11 +1,17 @@
 //! Guest stdout and stderr, written line by line to the host log with the actor's path,
 //! through the guest log's queue (never waiting for the writer).
+//!
+//! The stream is a WASI output stream written in place, during the guest's call: wasmtime's
+//! default adapter would hand every write to a tokio task and make the actor wait for it, two
+//! thread hand-offs per line.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::address::ActorPath;
 use crate::guestlog::GuestLog;
@@ -27,15 +33,25 @@ impl IsTerminal for GuestOutput {
     }
 }
 
-impl StdoutStream for GuestOutput {
-    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(LineLogger {
+impl GuestOutput {
+    fn logger(&self) -> LineLogger {
+        LineLogger {
             path: self.path.clone(),
             stream: self.stream,
             line: Vec::new(),
             budget: self.budget.clone(),
             log: self.log.clone(),
-        })
+        }
+    }
+}
+
+impl StdoutStream for GuestOutput {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.logger())
+    }
+
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.logger())
     }
 }
 
@@ -48,6 +64,17 @@ struct LineLogger {
 }
 
 impl LineLogger {
+    /// Takes bytes: every complete line is logged (or refused by the budget) now.
+    fn take(&mut self, buf: &[u8]) {
+        for &b in buf {
+            if b == b'\n' {
+                self.emit();
+            } else if self.line.len() < 64 << 10 {
+                self.line.push(b);
+            }
+        }
+    }
+
     fn emit(&mut self) {
         let (refusals, quotas) = &self.budget;
         if !refusals.admit_log(quotas, &self.path) {
@@ -72,13 +99,7 @@ impl tokio::io::AsyncWrite for LineLogger {
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        for &b in buf {
-            if b == b'\n' {
-                self.emit();
-            } else if self.line.len() < 64 << 10 {
-                self.line.push(b);
-            }
-        }
+        self.take(buf);
         Poll::Ready(Ok(buf.len()))
     }
 
@@ -90,6 +111,29 @@ impl tokio::io::AsyncWrite for LineLogger {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+}
+
+/// Never full: lines beyond the budget or the queue are dropped and counted, not waited for.
+const WRITABLE: usize = 64 << 10;
+
+impl OutputStream for LineLogger {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.take(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(WRITABLE)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for LineLogger {
+    async fn ready(&mut self) {}
 }
 
 impl Drop for LineLogger {

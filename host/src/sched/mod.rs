@@ -1,0 +1,574 @@
+//! The actor scheduler: a few worker threads that poll actor cells, built for message passing.
+//!
+//! Tokio stays for I/O and time (the control socket, timers, asks' deadlines, the committer's
+//! hand-off); the cells, where nearly all the work is, run here. Each cell is one [`Task`]: a
+//! future and a small state machine (`task.rs`), polled by whichever worker pops it.
+//!
+//! How work moves:
+//! - Each worker has a **LIFO slot** and a **local FIFO queue**. A task woken on a worker (an
+//!   actor's message to another) goes to that worker's LIFO slot, so the receiver runs next,
+//!   on the same core, with no system call: a request/reply pair stays on one worker. What the
+//!   slot held moves to the back of the local queue.
+//! - A task woken from outside the workers (the API, a tokio timer, the committer) goes to the
+//!   shared **injector**, and one sleeping worker is woken if any sleeps.
+//! - **Only idle workers steal**: a worker with nothing local takes a batch from the injector,
+//!   then from another worker's local queue. The LIFO slot is never stolen.
+//! - A worker that runs out of work **spins briefly** (yielding its core to others between
+//!   spins), then parks. Work that lands in a local queue while another worker sleeps wakes
+//!   that worker, so surplus is shared; the LIFO slot wakes nobody.
+//!
+//! Invariants (tested below):
+//! - **Fairness.** A task woken while it runs (an epoch yield, a cell's throughput batch)
+//!   goes to the back of the local queue. The LIFO slot runs at most [`LIFO_RUN`] times in a
+//!   row before the local queue gets a turn, and every [`INJECTOR_EVERY`]th pick looks at the
+//!   injector first, so neither a ping-pong pair nor local work can starve anyone.
+//! - **Ordering** is the mailboxes' business: a cell is polled by one worker at a time (see
+//!   `task.rs`), so its messages are handled one by one in its mailbox's order wherever it runs.
+//! - **No lost wake-up.** A parking worker announces itself (`asleep`), then looks for work
+//!   once more; a waker publishes its work, then looks for an announced sleeper. Both sides
+//!   order these with sequentially consistent fences, so at least one of them sees the other.
+//! - **Exit.** Workers leave once the scheduler is closed and no task is live; tasks still
+//!   queued then are dropped unpolled.
+
+mod task;
+
+use std::cell::{Cell, OnceCell};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use self::task::{Home, Outcome, Task};
+
+/// Times the LIFO slot may run in a row before the local queue gets a turn.
+const LIFO_RUN: u32 = 32;
+/// Every this many picks, a worker looks at the injector before its own queue.
+const INJECTOR_EVERY: u32 = 61;
+/// Spins for work before a worker parks; between them it yields its core.
+const SPINS: u32 = 64;
+
+/// A handle to the scheduler: cheap to clone; [`Scheduler::close`] lets its workers leave.
+#[derive(Clone)]
+pub(crate) struct Scheduler {
+    shared: Arc<Shared>,
+}
+
+/// What the workers and every task share.
+pub(crate) struct Shared {
+    injector: Injector<Arc<Task>>,
+    stealers: Vec<Stealer<Arc<Task>>>,
+    sleepers: Vec<Sleeper>,
+    /// Workers announced asleep.
+    asleep: AtomicUsize,
+    /// Tasks created and not yet finished.
+    live: AtomicUsize,
+    closed: AtomicBool,
+    /// Worker threads that have not left.
+    running: AtomicUsize,
+}
+
+/// A worker as others wake it.
+struct Sleeper {
+    asleep: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+/// The worker the current thread is, if it is one.
+struct Local {
+    shared: Arc<Shared>,
+    index: usize,
+    queue: Worker<Arc<Task>>,
+    lifo: Cell<Option<Arc<Task>>>,
+}
+
+thread_local! {
+    static LOCAL: OnceCell<Local> = const { OnceCell::new() };
+}
+
+impl Scheduler {
+    /// Starts `workers` threads (at least one), each inside `runtime`'s context so that cells
+    /// can use tokio's time and spawn I/O work.
+    pub(crate) fn start(workers: usize, runtime: tokio::runtime::Handle) -> std::io::Result<Self> {
+        let workers = workers.max(1);
+        let queues: Vec<Worker<Arc<Task>>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            stealers: queues.iter().map(Worker::stealer).collect(),
+            sleepers: (0..workers)
+                .map(|_| Sleeper {
+                    asleep: AtomicBool::new(false),
+                    thread: OnceLock::new(),
+                })
+                .collect(),
+            asleep: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            running: AtomicUsize::new(workers),
+        });
+        for (index, queue) in queues.into_iter().enumerate() {
+            let mine = shared.clone();
+            let runtime = runtime.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("mote-worker-{index}"))
+                .spawn(move || {
+                    let _context = runtime.enter();
+                    work(Local {
+                        shared: mine,
+                        index,
+                        queue,
+                        lifo: Cell::new(None),
+                    });
+                })?;
+            // The thread may park before this is set: a waker that finds no handle yet skips
+            // it, and the worker's park then returns at once on its next unpark.
+            let _ = shared.sleepers[index].thread.set(thread.thread().clone());
+        }
+        Ok(Scheduler { shared })
+    }
+
+    /// Runs `future` to completion on the workers.
+    pub(crate) fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
+        self.shared.live.fetch_add(1, Ordering::AcqRel);
+        let task = Task::new(self.shared.clone(), Box::pin(future));
+        if self.shared.closed.load(Ordering::Acquire) {
+            task.cancel();
+            return;
+        }
+        self.shared.schedule_new(task);
+    }
+
+    /// Lets the workers leave once no task is live (tasks finish on their own first).
+    pub(crate) fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake_all();
+    }
+
+    /// Tasks created and not yet finished.
+    #[cfg(test)]
+    fn live(&self) -> usize {
+        self.shared.live.load(Ordering::Acquire)
+    }
+
+    /// Workers parked now.
+    #[cfg(test)]
+    fn asleep(&self) -> usize {
+        self.shared.asleep.load(Ordering::Acquire)
+    }
+
+    /// Worker threads still running.
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        self.shared.running.load(Ordering::Acquire)
+    }
+}
+
+impl Home for Shared {
+    /// Queues a woken task: on the current worker's LIFO slot if this thread is one of ours,
+    /// else on the injector (waking a sleeper).
+    fn schedule(&self, task: Arc<Task>) {
+        let task = LOCAL.with(|local| match local.get() {
+            Some(local) if std::ptr::eq(Arc::as_ptr(&local.shared), self) => {
+                if let Some(previous) = local.lifo.replace(Some(task)) {
+                    local.queue.push(previous);
+                    self.wake_one();
+                }
+                None
+            }
+            _ => Some(task),
+        });
+        if let Some(task) = task {
+            self.injector.push(task);
+            self.wake_one();
+        }
+    }
+
+    /// A task ended: the last one after closing lets the workers go.
+    fn task_done(&self) {
+        if self.live.fetch_sub(1, Ordering::AcqRel) == 1 && self.closed.load(Ordering::Acquire) {
+            self.wake_all();
+        }
+    }
+}
+
+impl Shared {
+    /// Queues a new task: on the current worker's queue, or the injector.
+    fn schedule_new(&self, task: Arc<Task>) {
+        let task = LOCAL.with(|local| match local.get() {
+            Some(local) if std::ptr::eq(Arc::as_ptr(&local.shared), self) => {
+                local.queue.push(task);
+                self.wake_one();
+                None
+            }
+            _ => Some(task),
+        });
+        if let Some(task) = task {
+            self.injector.push(task);
+            self.wake_one();
+        }
+    }
+
+    /// Wakes one sleeping worker, if any sleeps.
+    fn wake_one(&self) {
+        fence(Ordering::SeqCst);
+        if self.asleep.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for sleeper in &self.sleepers {
+            if sleeper.wake() {
+                self.asleep.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+
+    fn wake_all(&self) {
+        fence(Ordering::SeqCst);
+        for sleeper in &self.sleepers {
+            if sleeper.wake() {
+                self.asleep.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.closed.load(Ordering::Acquire) && self.live.load(Ordering::Acquire) == 0
+    }
+}
+
+impl Sleeper {
+    /// Wakes this worker if it announced sleep; true if it did.
+    fn wake(&self) -> bool {
+        if self
+            .asleep
+            .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+        true
+    }
+}
+
+/// A worker's life: run what it finds, sleep when there is nothing, leave when finished.
+fn work(local: Local) {
+    LOCAL.with(|slot| {
+        if slot.set(local).is_ok()
+            && let Some(local) = slot.get()
+        {
+            local.run();
+        }
+    });
+}
+
+impl Local {
+    fn run(&self) {
+        let mut picks: u32 = 0;
+        let mut lifo_run: u32 = 0;
+        loop {
+            picks = picks.wrapping_add(1);
+            let task = self.next(picks, &mut lifo_run);
+            let Some(task) = task else {
+                if !self.idle() {
+                    break;
+                }
+                continue;
+            };
+            if task.run() == Outcome::Yielded {
+                self.queue.push(task);
+                self.shared.wake_one();
+            }
+        }
+        // Closed with nothing live: whatever is still queued never runs.
+        while let Some(task) = self.queue.pop() {
+            task.cancel();
+        }
+        if let Some(task) = self.lifo.take() {
+            task.cancel();
+        }
+        self.shared.running.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The next task to poll, in fairness order.
+    fn next(&self, picks: u32, lifo_run: &mut u32) -> Option<Arc<Task>> {
+        if picks % INJECTOR_EVERY == 0
+            && let Some(task) = self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
+        {
+            return Some(task);
+        }
+        if *lifo_run < LIFO_RUN {
+            if let Some(task) = self.lifo.take() {
+                *lifo_run += 1;
+                return Some(task);
+            }
+        } else if let Some(task) = self.lifo.take() {
+            self.queue.push(task);
+        }
+        *lifo_run = 0;
+        if let Some(task) = self.queue.pop() {
+            return Some(task);
+        }
+        self.steal()
+    }
+
+    /// Takes work from the injector, then from the other workers.
+    fn steal(&self) -> Option<Arc<Task>> {
+        if let Some(task) = self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q)) {
+            return Some(task);
+        }
+        let n = self.shared.stealers.len();
+        for offset in 1..n {
+            let victim = &self.shared.stealers[(self.index + offset) % n];
+            if let Some(task) = self.steal_from(|q| victim.steal_batch_and_pop(q)) {
+                return Some(task);
+            }
+        }
+        None
+    }
+
+    fn steal_from(
+        &self,
+        mut steal: impl FnMut(&Worker<Arc<Task>>) -> Steal<Arc<Task>>,
+    ) -> Option<Arc<Task>> {
+        loop {
+            match steal(&self.queue) {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        !self.shared.injector.is_empty() || self.shared.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Spins, then parks until woken; false once the worker should leave.
+    fn idle(&self) -> bool {
+        for spin in 0..SPINS {
+            if self.has_work() {
+                return true;
+            }
+            if self.shared.finished() {
+                return false;
+            }
+            if spin % 8 == 7 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        let me = &self.shared.sleepers[self.index];
+        me.asleep.store(true, Ordering::SeqCst);
+        self.shared.asleep.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !self.has_work() && !self.shared.finished() {
+            std::thread::park();
+        }
+        // Woken, spurious, or work found before parking: withdraw the announcement if a
+        // waker has not taken it.
+        if me
+            .asleep
+            .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.shared.asleep.fetch_sub(1, Ordering::SeqCst);
+        }
+        !self.shared.finished()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, mpsc};
+    use std::time::{Duration, Instant};
+
+    use super::Scheduler;
+
+    const DEADLINE: Duration = Duration::from_secs(20);
+
+    fn scheduler(workers: usize) -> (tokio::runtime::Runtime, Scheduler) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let scheduler = Scheduler::start(workers, runtime.handle().clone()).expect("workers");
+        (runtime, scheduler)
+    }
+
+    /// Waits until `done` holds, at most the deadline.
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+            std::thread::yield_now();
+        }
+    }
+
+    /// A future that wakes itself `times` times before it finishes: a busy task that yields.
+    async fn yield_times(times: usize) {
+        for _ in 0..times {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[test]
+    fn every_spawned_task_runs_to_completion_on_any_number_of_workers() {
+        for workers in [1, 2, 4] {
+            let (_runtime, scheduler) = scheduler(workers);
+            let done = Arc::new(AtomicUsize::new(0));
+            for _ in 0..10_000 {
+                let done = done.clone();
+                scheduler.spawn(async move {
+                    yield_times(3).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            wait_for("10,000 tasks", || done.load(Ordering::Relaxed) == 10_000);
+            wait_for("the tasks to end", || scheduler.live() == 0);
+        }
+    }
+
+    #[test]
+    fn a_task_that_never_stops_yielding_does_not_starve_others_on_one_worker() {
+        let (_runtime, scheduler) = scheduler(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let hog = stop.clone();
+        scheduler.spawn(async move {
+            while !hog.load(Ordering::Relaxed) {
+                tokio::task::yield_now().await;
+            }
+        });
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            scheduler.spawn(async move {
+                yield_times(10).await;
+                let _ = tx.send(i);
+            });
+        }
+        for _ in 0..100 {
+            rx.recv_timeout(DEADLINE).expect("a starved task");
+        }
+        stop.store(true, Ordering::Relaxed);
+        wait_for("the hog to end", || scheduler.live() == 0);
+    }
+
+    #[test]
+    fn a_ping_pong_pair_on_the_lifo_slot_does_not_starve_the_queue() {
+        let (_runtime, scheduler) = scheduler(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        // Two tasks that wake each other forever: each wake lands in the LIFO slot.
+        let (to_b, mut b_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let (to_a, mut a_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let (a_stop, b_stop) = (stop.clone(), stop.clone());
+        let serve_b = to_b.clone();
+        scheduler.spawn(async move {
+            while a_rx.recv().await.is_some() && !a_stop.load(Ordering::Relaxed) {
+                let _ = serve_b.send(());
+            }
+        });
+        scheduler.spawn(async move {
+            while b_rx.recv().await.is_some() && !b_stop.load(Ordering::Relaxed) {
+                let _ = to_a.send(());
+            }
+        });
+        to_b.send(()).expect("the pair is running");
+        let (tx, rx) = mpsc::channel();
+        for i in 0..50 {
+            let tx = tx.clone();
+            scheduler.spawn(async move {
+                let _ = tx.send(i);
+            });
+        }
+        for _ in 0..50 {
+            rx.recv_timeout(DEADLINE)
+                .expect("a task starved by the pair");
+        }
+        stop.store(true, Ordering::Relaxed);
+        drop(to_b);
+    }
+
+    #[test]
+    fn wakes_from_other_threads_are_never_lost() {
+        let (_runtime, scheduler) = scheduler(2);
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut senders = Vec::new();
+        for _ in 0..2_000 {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+            let done = done.clone();
+            scheduler.spawn(async move {
+                let mut got = 0;
+                while let Some(n) = rx.recv().await {
+                    got += n;
+                    if got == 50 {
+                        done.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
+            senders.push(tx);
+        }
+        // Two foreign threads wake the tasks in bursts, with gaps that let the workers park.
+        let halves: Vec<Vec<_>> = vec![senders.split_off(1_000), senders];
+        let threads: Vec<_> = halves
+            .into_iter()
+            .map(|half| {
+                std::thread::spawn(move || {
+                    for round in 0..50 {
+                        for tx in &half {
+                            tx.send(1).expect("a live task");
+                        }
+                        if round % 10 == 0 {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a sender thread");
+        }
+        wait_for("every task's 50 wakes", || {
+            done.load(Ordering::Relaxed) == 2_000
+        });
+    }
+
+    #[test]
+    fn a_panicking_task_ends_alone_and_the_worker_goes_on() {
+        let (_runtime, scheduler) = scheduler(1);
+        scheduler.spawn(async { panic!("a task bug") });
+        let (tx, rx) = mpsc::channel();
+        scheduler.spawn(async move {
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(DEADLINE).expect("the worker survived the panic");
+        wait_for("both tasks to end", || scheduler.live() == 0);
+    }
+
+    #[test]
+    fn closed_workers_leave_once_no_task_is_live_and_later_spawns_never_run() {
+        let (_runtime, scheduler) = scheduler(2);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        scheduler.spawn(async move {
+            let _ = rx.recv().await;
+        });
+        scheduler.close();
+        // Both workers get to look for work and park: the live task keeps them.
+        wait_for("both workers to park", || scheduler.asleep() == 2);
+        assert_eq!(scheduler.running(), 2, "workers left with a task live");
+        tx.send(()).expect("the task still waits");
+        wait_for("the workers to leave", || scheduler.running() == 0);
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        scheduler.spawn(async move { flag.store(true, Ordering::Relaxed) });
+        assert_eq!(scheduler.live(), 0, "a spawn after closing is dropped");
+        assert!(!ran.load(Ordering::Relaxed));
+    }
+}
