@@ -6,6 +6,11 @@
 //!   processed; spawns/s and resident bytes per idle actor.
 //! - `w3`: fan-out, one producer sends 1,000 messages to each of 1,000 actors; end-to-end msgs/s.
 //!
+//! - `ring`, `chain`, `forkjoin`, `big`: Savina-style workloads (see `savina.rs`); `savina` runs
+//!   the four.
+//! - `erlang`: the same seven workloads (w1-w3 and Savina's) in Erlang/OTP, from
+//!   `bench/peers/peers.erl`; `all` runs them after Mote's and prints each ratio.
+//!
 //! - `epoch`: w1 with and without epoch interruption compiled in; the ratio is its overhead.
 //! - `restart`: how long a supervised restart of a trapped actor takes, net of a round trip.
 //! - `timers`: 100,000 one-shot timers over one second: scheduling rate, median/p99 lateness.
@@ -38,7 +43,9 @@ use mote_test_programs as examples;
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]
 struct Args {
-    /// w1, w2, w3, epoch, restart, timers, pubsub, ask or all.
+    /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
+    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, erlang (the
+    /// peers alone) or all (every workload, then the ratios against Erlang).
     workload: String,
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
     #[arg(long, default_value_t = 2)]
@@ -49,6 +56,9 @@ struct Args {
     /// Messages for w1.
     #[arg(long, default_value_t = 1_000_000)]
     messages: u32,
+    /// Hops of the ring's token.
+    #[arg(long, default_value_t = 1_000_000)]
+    hops: u64,
     /// Use wasmtime's pooling allocator with room for this many instances.
     #[arg(long)]
     pooling: Option<u32>,
@@ -59,6 +69,9 @@ struct Args {
     #[arg(long)]
     db_dir: Option<std::path::PathBuf>,
 }
+
+mod savina;
+mod versus;
 
 const WAIT: Duration = Duration::from_secs(600);
 
@@ -75,9 +88,20 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         match args.workload.as_str() {
-            "w1" => w1(&args).await,
-            "w2" => w2(&args).await,
-            "w3" => w3(&args).await,
+            "w1" => w1(&args).await.map(drop),
+            "w2" => w2(&args).await.map(drop),
+            "w3" => w3(&args).await.map(drop),
+            "ring" => savina::ring(&args).await.map(drop),
+            "chain" => savina::chain(&args).await.map(drop),
+            "forkjoin" => savina::fork_join(&args).await.map(drop),
+            "big" => savina::big(&args).await.map(drop),
+            "savina" => {
+                savina::ring(&args).await?;
+                savina::chain(&args).await?;
+                savina::fork_join(&args).await?;
+                savina::big(&args).await.map(drop)
+            }
+            "erlang" => versus::erlang(&args, &[]),
             "epoch" => epoch(&args).await,
             "restart" => restart(&args).await,
             "timers" => timers(&args).await,
@@ -94,9 +118,15 @@ fn main() -> anyhow::Result<()> {
                 activation(&args).await
             }
             "all" => {
-                w1(&args).await?;
-                w2(&args).await?;
-                w3(&args).await?;
+                let headline = [
+                    ("w1", w1(&args).await?),
+                    ("w2", w2(&args).await?),
+                    ("w3", w3(&args).await?),
+                    ("ring", savina::ring(&args).await?),
+                    ("chain", savina::chain(&args).await?),
+                    ("forkjoin", savina::fork_join(&args).await?),
+                    ("big", savina::big(&args).await?),
+                ];
                 epoch(&args).await?;
                 restart(&args).await?;
                 timers(&args).await?;
@@ -105,10 +135,13 @@ fn main() -> anyhow::Result<()> {
                 commit(&args).await?;
                 recovery(&args).await?;
                 activation(&args).await?;
-                upgrade(&args).await
+                upgrade(&args).await?;
+                versus::erlang(&args, &headline)
             }
             other => bail!(
-                "unknown workload {other:?}: use w1, w2, w3, epoch, restart, timers, pubsub, ask or all"
+                "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
+                 epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
+                 upgrade, languages, erlang or all"
             ),
         }
     })
@@ -172,7 +205,7 @@ async fn mote_ping_pong(args: &Args, config: HostConfig, messages: u32) -> anyho
     Ok(seconds)
 }
 
-async fn w1(args: &Args) -> anyhow::Result<()> {
+async fn w1(args: &Args) -> anyhow::Result<f64> {
     let messages = args.messages;
     let mote = mote_ping_pong(args, HostConfig::new(), messages).await?;
     let native = native_ping_pong(messages).await;
@@ -188,7 +221,7 @@ async fn w1(args: &Args) -> anyhow::Result<()> {
         "RESULT workload=w1 ratio_mote_to_native={:.3}",
         mote_rate / native_rate
     );
-    Ok(())
+    Ok(mote_rate)
 }
 
 async fn epoch(args: &Args) -> anyhow::Result<()> {
@@ -288,7 +321,7 @@ fn mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count())
 }
 
-async fn w2(args: &Args) -> anyhow::Result<()> {
+async fn w2(args: &Args) -> anyhow::Result<f64> {
     let n = args.actors;
     let system = system(args, &["counter"])?;
     let mut probe = system.probe("bench")?;
@@ -330,10 +363,10 @@ async fn w2(args: &Args) -> anyhow::Result<()> {
         );
     }
     system.shutdown().await.ok();
-    Ok(())
+    Ok(answered as f64 / total)
 }
 
-async fn w3(args: &Args) -> anyhow::Result<()> {
+async fn w3(args: &Args) -> anyhow::Result<f64> {
     let (actors, per_actor) = (1000usize, 1000u64);
     let system = system(args, &["counter"])?;
     let mut probe = system.probe("bench")?;
@@ -365,7 +398,7 @@ async fn w3(args: &Args) -> anyhow::Result<()> {
         messages as f64 / secs
     );
     system.shutdown().await.ok();
-    Ok(())
+    Ok(messages as f64 / secs)
 }
 
 async fn timers(args: &Args) -> anyhow::Result<()> {

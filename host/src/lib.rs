@@ -33,6 +33,7 @@
 //!    │
 //!  actor       mailbox (three lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
+//!  sched       the actor scheduler: worker threads polling cells (tokio keeps I/O, time)
 //!  storage     database (the redb file) · committer (group commit)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
 //!  vocabulary  address · message · quota · config · error

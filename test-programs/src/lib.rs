@@ -50,4 +50,5 @@ pub const NAMES: &[&str] = &[
     "js_http_fetch",
     "fetcher",
     "lanes",
+    "savina",
 ];

@@ -23,6 +23,19 @@ pub enum PingPong {
     Done,
 }
 
+/// The Savina-style workloads (thread ring, chain, fork-join, big mesh) of `mote-bench`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Savina {
+    /// A token with this many hops left (ring and chain).
+    Token(u64),
+    /// To be answered with `Pong` (fork-join and big).
+    Ping,
+    /// The answer to a `Ping`.
+    Pong,
+    /// Big mesh: begin sending pings.
+    Start,
+}
+
 /// A counter: `Add` to it, `Get` it and receive its `Value`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub enum Counter {
@@ -498,6 +511,7 @@ pub enum Fetched {
 
 mote_guest::message!(
     PingPong,
+    Savina,
     Counter,
     Seq,
     Report,

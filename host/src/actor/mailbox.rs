@@ -3,8 +3,8 @@
 //! Invariants:
 //! - The system lane (stop, failures, directives, watch) is always served before the user
 //!   lanes, and the urgent lane (user messages a sender marked urgent) before the ordinary one.
-//! - Per sender->receiver pair and lane, user messages arrive in send order (one FIFO channel
-//!   per lane); an urgent message may overtake ordinary ones sent before it.
+//! - Per sender->receiver pair and lane, user messages arrive in send order (one FIFO lane
+//!   per lane; see `lane.rs`); an urgent message may overtake ordinary ones sent before it.
 //! - The urgent lane cannot starve the ordinary one: it holds at most a quarter of the
 //!   mailbox's messages, and after [`URGENT_RUN`] urgent messages in a row a waiting ordinary
 //!   message goes next.
@@ -20,8 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 
+use super::lane::{LaneReceiver, LaneSender, TryRecvError, lane};
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
@@ -180,9 +181,9 @@ impl Depth {
     }
 }
 
-/// The urgent lane: a queue under a lock rather than a channel, because it is rare and a
-/// channel allocates its first block up front (some 3 KiB an actor). Its owner is woken by a
-/// `SystemMsg::Urgent` on the system lane.
+/// The urgent lane: a queue under a lock, without a waker of its own: it is rare, and its
+/// owner is woken by a `SystemMsg::Urgent` on the system lane, so an idle actor waits on two
+/// lanes, not three.
 #[derive(Debug, Default)]
 pub(crate) struct UrgentLane(Mutex<Urgent>);
 
@@ -235,10 +236,10 @@ pub(crate) struct ActorRef {
     pub(crate) module: Option<Arc<str>>,
     /// The module version the actor runs now; an upgrade changes it.
     pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
-    pub(crate) user: mpsc::UnboundedSender<UserMsg>,
+    pub(crate) user: LaneSender<UserMsg>,
     /// The urgent lane: user messages served before the ordinary ones.
     pub(crate) urgent: Arc<UrgentLane>,
-    pub(crate) system: Option<mpsc::UnboundedSender<SystemMsg>>,
+    pub(crate) system: Option<LaneSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
     /// Messages (and bytes) queued on the user lane now.
     pub(crate) depth: Arc<Depth>,
@@ -249,9 +250,9 @@ pub(crate) struct ActorRef {
 
 /// The receiving side, owned by the actor's cell.
 pub(crate) struct Mailbox {
-    pub(crate) user: mpsc::UnboundedReceiver<UserMsg>,
+    pub(crate) user: LaneReceiver<UserMsg>,
     pub(crate) urgent: Arc<UrgentLane>,
-    pub(crate) system: mpsc::UnboundedReceiver<SystemMsg>,
+    pub(crate) system: LaneReceiver<SystemMsg>,
     pub(crate) depth: Arc<Depth>,
     /// Urgent messages taken in a row since the last ordinary one.
     urgent_run: u32,
@@ -263,9 +264,9 @@ pub(crate) fn mailbox(
     labels: Option<Labels>,
     capacity: Capacity,
 ) -> (ActorRef, Mailbox) {
-    let (user_tx, user_rx) = mpsc::unbounded_channel();
+    let (user_tx, user_rx) = lane();
     let urgent = Arc::new(UrgentLane::default());
-    let (system_tx, system_rx) = mpsc::unbounded_channel();
+    let (system_tx, system_rx) = lane();
     let depth = Arc::new(Depth::default());
     let refusals = labels.is_some().then(Arc::default);
     let handle = ActorRef {
@@ -370,7 +371,7 @@ impl ActorRef {
             return Ok(());
         }
         match self.user.send(UserMsg::Message(envelope)) {
-            Err(mpsc::error::SendError(UserMsg::Message(envelope))) => {
+            Err(UserMsg::Message(envelope)) => {
                 self.depth.sub(size);
                 Err(Refused::Closed(envelope))
             }
@@ -387,7 +388,7 @@ impl ActorRef {
 impl Mailbox {
     /// Takes the next user message if one is queued: an urgent one first, unless
     /// [`URGENT_RUN`] urgent ones were taken in a row and an ordinary one waits.
-    pub(crate) fn try_next(&mut self) -> Result<UserMsg, mpsc::error::TryRecvError> {
+    pub(crate) fn try_next(&mut self) -> Result<UserMsg, TryRecvError> {
         if self.depth.urgent.load(Ordering::Relaxed) > 0 {
             if self.urgent_run >= URGENT_RUN
                 && let Ok(msg) = self.user.try_recv()

@@ -5,6 +5,7 @@
 pub(crate) mod cell;
 pub(crate) mod core;
 pub(crate) mod instance;
+pub(crate) mod lane;
 pub(crate) mod launch;
 pub(crate) mod mailbox;
 pub(crate) mod step;

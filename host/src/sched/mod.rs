@@ -548,7 +548,8 @@ mod tests {
         scheduler.spawn(async move {
             let _ = tx.send(());
         });
-        rx.recv_timeout(DEADLINE).expect("the worker survived the panic");
+        rx.recv_timeout(DEADLINE)
+            .expect("the worker survived the panic");
         wait_for("both tasks to end", || scheduler.live() == 0);
     }
 

@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-
 /// A future the scheduler runs to completion.
 pub(super) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 

@@ -27,11 +27,11 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::error::TryRecvError;
 use tracing::Instrument;
 
 use super::core::ActorCore;
 use super::instance::{ActorInstance, Failure, Received, Stillborn};
+use super::lane::TryRecvError;
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
 use super::step;
 use super::supervisor::{Directive, FailureKind};
