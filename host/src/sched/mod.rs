@@ -37,6 +37,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
@@ -46,8 +47,10 @@ use self::task::{Home, Outcome, Task};
 const LIFO_RUN: u32 = 32;
 /// Every this many picks, a worker looks at the injector before its own queue.
 const INJECTOR_EVERY: u32 = 61;
-/// Spins for work before a worker parks; between them it yields its core.
-const SPINS: u32 = 64;
+/// How long an idle worker looks for work before it parks, yielding its core between looks:
+/// a reply or the next request usually comes sooner, and parking then waking costs two
+/// system calls and the wake-up latency of a thread.
+const SPIN_FOR: Duration = Duration::from_micros(100);
 
 /// A handle to the scheduler: cheap to clone; [`Scheduler::close`] lets its workers leave.
 #[derive(Clone)]
@@ -295,7 +298,7 @@ impl Local {
 
     /// The next task to poll, in fairness order.
     fn next(&self, picks: u32, lifo_run: &mut u32) -> Option<Arc<Task>> {
-        if picks % INJECTOR_EVERY == 0
+        if picks.is_multiple_of(INJECTOR_EVERY)
             && let Some(task) = self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
         {
             return Some(task);
@@ -349,14 +352,20 @@ impl Local {
 
     /// Spins, then parks until woken; false once the worker should leave.
     fn idle(&self) -> bool {
-        for spin in 0..SPINS {
+        let started = Instant::now();
+        let mut spin: u32 = 0;
+        loop {
             if self.has_work() {
                 return true;
             }
             if self.shared.finished() {
                 return false;
             }
-            if spin % 8 == 7 {
+            spin += 1;
+            if spin.is_multiple_of(8) {
+                if started.elapsed() >= SPIN_FOR {
+                    break;
+                }
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
