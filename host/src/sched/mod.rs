@@ -72,6 +72,13 @@ pub(crate) struct Shared {
     running: AtomicUsize,
 }
 
+/// Where a task goes on its worker: a woken one runs next, a new one waits its turn.
+#[derive(Clone, Copy)]
+enum Slot {
+    Lifo,
+    Queue,
+}
+
 /// A worker as others wake it.
 struct Sleeper {
     asleep: AtomicBool,
@@ -139,7 +146,7 @@ impl Scheduler {
             task.cancel();
             return;
         }
-        self.shared.schedule_new(task);
+        self.shared.enqueue(task, Slot::Queue);
     }
 
     /// Lets the workers leave once no task is live (tasks finish on their own first).
@@ -171,20 +178,7 @@ impl Home for Shared {
     /// Queues a woken task: on the current worker's LIFO slot if this thread is one of ours,
     /// else on the injector (waking a sleeper).
     fn schedule(&self, task: Arc<Task>) {
-        let task = LOCAL.with(|local| match local.get() {
-            Some(local) if std::ptr::eq(Arc::as_ptr(&local.shared), self) => {
-                if let Some(previous) = local.lifo.replace(Some(task)) {
-                    local.queue.push(previous);
-                    self.wake_one();
-                }
-                None
-            }
-            _ => Some(task),
-        });
-        if let Some(task) = task {
-            self.injector.push(task);
-            self.wake_one();
-        }
+        self.enqueue(task, Slot::Lifo);
     }
 
     /// A task ended: the last one after closing lets the workers go.
@@ -196,12 +190,19 @@ impl Home for Shared {
 }
 
 impl Shared {
-    /// Queues a new task: on the current worker's queue, or the injector.
-    fn schedule_new(&self, task: Arc<Task>) {
+    /// Queues `task` on this thread's worker (in `slot`) if it is one of ours, else on the
+    /// injector; wakes a sleeper when work is left for others.
+    fn enqueue(&self, task: Arc<Task>, slot: Slot) {
         let task = LOCAL.with(|local| match local.get() {
             Some(local) if std::ptr::eq(Arc::as_ptr(&local.shared), self) => {
-                local.queue.push(task);
-                self.wake_one();
+                let surplus = match slot {
+                    Slot::Lifo => local.lifo.replace(Some(task)),
+                    Slot::Queue => Some(task),
+                };
+                if let Some(surplus) = surplus {
+                    local.queue.push(surplus);
+                    self.wake_one();
+                }
                 None
             }
             _ => Some(task),
