@@ -185,7 +185,7 @@ impl Cell {
                 )
                 .await;
             }
-            self.carried = Some(instance.into_state().caps);
+            self.carried = Some(Box::new(instance.into_state().caps));
         }
         if stopped.is_some() || delay.is_zero() {
             return stopped;

@@ -68,7 +68,9 @@ impl Pending for CellSpec {
     fn start(self: Box<Self>) {
         let span = tracing::info_span!("actor", path = %self.me.address.path);
         let scheduler = self.scheduler.clone();
-        scheduler.spawn(run(*self).instrument(span));
+        let fut = run(*self).instrument(span);
+        eprintln!("CELLFUT {}", std::mem::size_of_val(&fut));
+        scheduler.spawn(fut);
     }
 
     fn abandon(self: Box<Self>) {
@@ -113,8 +115,9 @@ struct Cell {
     instance: Option<ActorInstance>,
     /// Who watches this actor; kept across restarts.
     watchers: HashSet<Address>,
-    /// The capabilities' states of the last instance, carried into its replacement.
-    carried: Option<States>,
+    /// The capabilities' states of the last instance, carried into its replacement (boxed:
+    /// some 900 bytes an idle actor would otherwise hold for nothing).
+    carried: Option<Box<States>>,
     /// The time this incarnation has lived and run, over all its instances.
     usage: Arc<Usage>,
     /// Children's failures that arrived while this actor itself waited for a directive.
@@ -160,11 +163,15 @@ async fn run(spec: CellSpec) {
         active: true,
     };
     let reason = cell.live().await;
-    cell.terminate(reason).await;
+    Box::pin(cell.terminate(reason)).await;
 }
 
 impl Cell {
     /// Runs incarnation instances until the actor stops; returns why.
+    ///
+    /// The rare paths (boot, failures, restarts, upgrades, termination) are boxed where they
+    /// are awaited: a future is as big as its largest state, and an idle actor's cell should
+    /// hold the state of waiting for a message, not of instantiating a module.
     async fn live(&mut self) -> StopReason {
         let mut restart_cause: Option<String> = None;
         let mut boot = true;
@@ -172,7 +179,7 @@ impl Cell {
             let mut booting = false;
             let exit = if boot {
                 boot = false;
-                match self.boot(restart_cause.take()).await {
+                match Box::pin(self.boot(restart_cause.take())).await {
                     Err(failure) => {
                         booting = true;
                         Exit::Failed(failure)
@@ -192,7 +199,7 @@ impl Cell {
                     let error = failure.to_string();
                     let kind = failure.kind;
                     tracing::error!(%error, %kind, "actor failed; waiting for its supervisor");
-                    match self.await_directive(kind, error.clone()).await {
+                    match Box::pin(self.await_directive(kind, error.clone())).await {
                         Verdict::Stop(reason) => return reason,
                         Verdict::Resume if !booting && !self.poisoned() => {
                             tracing::info!("resumed by its supervisor");
@@ -211,7 +218,7 @@ impl Cell {
                     }
                 }
             };
-            if let Some(reason) = self.prepare_restart(&cause, delay).await {
+            if let Some(reason) = Box::pin(self.prepare_restart(&cause, delay)).await {
                 return reason;
             }
             tracing::info!(%cause, ?delay, "restarting");
@@ -244,7 +251,7 @@ impl Cell {
         );
         core.grants = self.module.grants.as_slice().into();
         let origin = match (self.carried.take(), restart_cause.as_deref()) {
-            (Some(old), Some(cause)) => Origin::Restarted { old, cause },
+            (Some(old), Some(cause)) => Origin::Restarted { old: *old, cause },
             _ => Origin::Spawned,
         };
         let caps = self.caps.states(&core, origin);
@@ -256,7 +263,7 @@ impl Cell {
         let mut instance = match ActorInstance::new(&self.module, state).await {
             Ok(instance) => instance,
             Err(Stillborn { failure, state }) => {
-                self.carried = Some(state.caps);
+                self.carried = Some(Box::new(state.caps));
                 return Err(failure);
             }
         };
@@ -420,7 +427,7 @@ impl Cell {
                 None
             }
             SystemMsg::Failed { child, kind, error } => {
-                self.supervise_child(child, kind, error).await
+                Box::pin(self.supervise_child(child, kind, error)).await
             }
             SystemMsg::Directive {
                 directive,
@@ -433,7 +440,7 @@ impl Cell {
                 }
                 Directive::Resume => None,
             },
-            SystemMsg::Upgrade(request) => self.upgrade(request).await,
+            SystemMsg::Upgrade(request) => Box::pin(self.upgrade(request)).await,
             // Kept by `track`.
             SystemMsg::Watch(_)
             | SystemMsg::Unwatch(_)
@@ -533,11 +540,11 @@ impl Cell {
                 self.settle_final(&mut instance, stopped, "stopping hook failed")
                     .await;
             }
-            last = Some(instance.into_state().caps);
+            last = Some(Box::new(instance.into_state().caps));
         }
         let kernel = self.kernel.clone();
         let me = self.me.address.clone();
-        self.caps.stopped(&kernel, &me, last.as_mut());
+        self.caps.stopped(&kernel, &me, last.as_deref_mut());
         kernel.registry.remove(&me);
         self.mailbox.close_user();
         while let Ok(msg) = self.mailbox.try_next() {
