@@ -68,9 +68,7 @@ impl Pending for CellSpec {
     fn start(self: Box<Self>) {
         let span = tracing::info_span!("actor", path = %self.me.address.path);
         let scheduler = self.scheduler.clone();
-        let fut = run(*self).instrument(span);
-        eprintln!("CELLFUT {}", std::mem::size_of_val(&fut));
-        scheduler.spawn(fut);
+        scheduler.spawn(run(*self).instrument(span));
     }
 
     fn abandon(self: Box<Self>) {
