@@ -43,6 +43,9 @@ enum Command {
         /// The database file (default: the manifest's [storage] path, else ./mote.redb).
         #[arg(long)]
         db: Option<PathBuf>,
+        /// Scheduler threads that run actors (default: one per core).
+        #[arg(long)]
+        workers: Option<usize>,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -170,7 +173,8 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             manifest,
             control,
             db,
-        } => run::run(&manifest, control, db).await,
+            workers,
+        } => run::run(&manifest, control, db, workers).await,
         Command::Demo { db } => demo::demo(&db).await,
         Command::New { name, lang } => new::new(&name, lang),
         Command::Send {

@@ -11,9 +11,13 @@ pub(crate) async fn run(
     manifest: &Path,
     control: PathBuf,
     db: Option<PathBuf>,
+    workers: Option<usize>,
 ) -> anyhow::Result<()> {
     let manifest = Manifest::load(manifest)?;
     let mut config = HostConfig::new();
+    if let Some(workers) = workers {
+        config.workers(workers);
+    }
     let db = db
         .or(manifest.storage.clone())
         .unwrap_or_else(|| PathBuf::from(super::DEFAULT_DB));

@@ -154,10 +154,22 @@ impl Drop for Host {
 /// Starts `mote run <manifest>` in `dir` and waits (up to `patience_s`) until its control
 /// socket answers; the socket does not exist before.
 fn run_host(dir: &Path, manifest: &Path, socket: &str, patience_s: u64) -> Host {
+    run_host_with(dir, manifest, socket, patience_s, &[])
+}
+
+/// `run_host` with more arguments for `mote run`.
+fn run_host_with(
+    dir: &Path,
+    manifest: &Path,
+    socket: &str,
+    patience_s: u64,
+    more: &[&str],
+) -> Host {
     let host = Host(
         Command::new(env!("CARGO_BIN_EXE_mote"))
             .current_dir(dir)
             .args(["run", manifest.to_str().unwrap(), "--control", socket])
+            .args(more)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -590,7 +602,15 @@ fn the_control_socket_and_a_sibling_answer_promptly_while_an_actor_attacks() {
             example("attacker")
         ),
     );
-    let _host = run_host(&dir, &manifest, socket.to_str().unwrap(), 30);
+    // One scheduler worker: the attacker and the sibling share it, so only preemption at the
+    // attacker's time slice lets the sibling answer.
+    let _host = run_host_with(
+        &dir,
+        &manifest,
+        socket.to_str().unwrap(),
+        30,
+        &["--workers", "1"],
+    );
     // Counter::Get is postcard [1]; the reply Value(3) is [2, 3].
     let ask = b"{\"op\":\"ask\",\"to\":\"/user/c\",\"kind\":\"Counter\",\"body\":\"01\",\"timeout_ms\":5000}\n";
     let mut latencies = Vec::new();

@@ -19,7 +19,9 @@
 //!
 //! Invariants (tested below):
 //! - **Fairness.** A task woken while it runs (an epoch yield, a cell's throughput batch)
-//!   goes to the back of the local queue. The LIFO slot runs at most [`LIFO_RUN`] times in a
+//!   goes to the back of the local queue, behind what waits in the injector, which it takes
+//!   in first: a task that hogs its time slices cannot delay work from outside by more than
+//!   one slice. The LIFO slot runs at most [`LIFO_RUN`] times in a
 //!   row before the local queue gets a turn, and every [`INJECTOR_EVERY`]th pick looks at the
 //!   injector first, so neither a ping-pong pair nor local work can starve anyone.
 //! - **Ordering** is the mailboxes' business: a cell is polled by one worker at a time (see
@@ -283,6 +285,13 @@ impl Local {
                 continue;
             };
             if task.run() == Outcome::Yielded {
+                // A task that yields may have run a whole time slice: work from outside, which
+                // the pick count alone would reach only after many such slices, goes first.
+                if let Some(outside) =
+                    self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
+                {
+                    self.queue.push(outside);
+                }
                 self.queue.push(task);
                 self.shared.wake_one();
             }
@@ -468,6 +477,41 @@ mod tests {
         }
         stop.store(true, Ordering::Relaxed);
         wait_for("the hog to end", || scheduler.live() == 0);
+    }
+
+    #[test]
+    fn outside_work_waits_at_most_one_poll_of_a_task_that_keeps_yielding() {
+        let (_runtime, scheduler) = scheduler(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (hog_stop, hog_polls) = (stop.clone(), polls.clone());
+        scheduler.spawn(async move {
+            while !hog_stop.load(Ordering::Relaxed) {
+                // Each poll works for a millisecond, as a guest runs until its time slice ends.
+                let slice = Instant::now();
+                while slice.elapsed() < Duration::from_millis(1) {
+                    std::hint::spin_loop();
+                }
+                hog_polls.fetch_add(1, Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        wait_for("the hog to run", || polls.load(Ordering::Relaxed) > 3);
+        for _ in 0..20 {
+            let (tx, rx) = mpsc::channel();
+            let seen = polls.clone();
+            let sent = polls.load(Ordering::Relaxed);
+            scheduler.spawn(async move {
+                let _ = tx.send(seen.load(Ordering::Relaxed));
+            });
+            let ran = rx
+                .recv_timeout(DEADLINE)
+                .expect("the task from outside ran");
+            // The injected task waits for the poll under way (and the next, if it raced its
+            // end), not for the dozens a pick count alone would let pass.
+            assert!(ran - sent <= 2, "waited {} polls of the hog", ran - sent);
+        }
+        stop.store(true, Ordering::Relaxed);
     }
 
     #[test]
