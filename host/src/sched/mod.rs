@@ -122,7 +122,7 @@ impl Scheduler {
         for (index, queue) in queues.into_iter().enumerate() {
             let mine = shared.clone();
             let runtime = runtime.clone();
-            let thread = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("mote-worker-{index}"))
                 .spawn(move || {
                     let _context = runtime.enter();
@@ -132,7 +132,19 @@ impl Scheduler {
                         queue,
                         lifo: Cell::new(None),
                     });
-                })?;
+                });
+            let thread = match spawned {
+                Ok(thread) => thread,
+                Err(e) => {
+                    // The workers already started leave: nothing will ever be spawned on them.
+                    shared.running.fetch_sub(workers - index, Ordering::AcqRel);
+                    Scheduler {
+                        shared: shared.clone(),
+                    }
+                    .close();
+                    return Err(e);
+                }
+            };
             // The thread may park before this is set: a waker that finds no handle yet skips
             // it, and the worker's park then returns at once on its next unpark.
             let _ = shared.sleepers[index].thread.set(thread.thread().clone());
