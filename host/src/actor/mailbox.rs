@@ -15,9 +15,8 @@
 //!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
 //!   dead letter too.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
@@ -181,25 +180,6 @@ impl Depth {
     }
 }
 
-/// The urgent lane: a queue under a lock, without a waker of its own: it is rare, and its
-/// owner is woken by a `SystemMsg::Urgent` on the system lane, so an idle actor waits on two
-/// lanes, not three.
-#[derive(Debug, Default)]
-pub(crate) struct UrgentLane(Mutex<Urgent>);
-
-/// What the urgent lane holds, and whether it takes more.
-#[derive(Debug, Default)]
-pub(crate) struct Urgent {
-    queue: VecDeque<UserMsg>,
-    closed: bool,
-}
-
-impl UrgentLane {
-    fn lock(&self) -> MutexGuard<'_, Urgent> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// What a mailbox holds at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Capacity {
@@ -237,8 +217,10 @@ pub(crate) struct ActorRef {
     /// The module version the actor runs now; an upgrade changes it.
     pub(crate) version: Option<Arc<RwLock<Arc<str>>>>,
     pub(crate) user: LaneSender<UserMsg>,
-    /// The urgent lane: user messages served before the ordinary ones.
-    pub(crate) urgent: Arc<UrgentLane>,
+    /// The urgent lane: user messages served before the ordinary ones. Its receiver never
+    /// waits on it (it is rare): a `SystemMsg::Urgent` on the system lane wakes the owner, so
+    /// an idle actor waits on two lanes, not three.
+    pub(crate) urgent: LaneSender<UserMsg>,
     pub(crate) system: Option<LaneSender<SystemMsg>>,
     pub(crate) lifeline: Arc<Lifeline>,
     /// Messages (and bytes) queued on the user lane now.
@@ -251,7 +233,7 @@ pub(crate) struct ActorRef {
 /// The receiving side, owned by the actor's cell.
 pub(crate) struct Mailbox {
     pub(crate) user: LaneReceiver<UserMsg>,
-    pub(crate) urgent: Arc<UrgentLane>,
+    pub(crate) urgent: LaneReceiver<UserMsg>,
     pub(crate) system: LaneReceiver<SystemMsg>,
     pub(crate) depth: Arc<Depth>,
     /// Urgent messages taken in a row since the last ordinary one.
@@ -265,7 +247,7 @@ pub(crate) fn mailbox(
     capacity: Capacity,
 ) -> (ActorRef, Mailbox) {
     let (user_tx, user_rx) = lane();
-    let urgent = Arc::new(UrgentLane::default());
+    let (urgent_tx, urgent_rx) = lane();
     let (system_tx, system_rx) = lane();
     let depth = Arc::new(Depth::default());
     let refusals = labels.is_some().then(Arc::default);
@@ -275,7 +257,7 @@ pub(crate) fn mailbox(
         module: labels.as_ref().map(|(name, _)| name.clone()),
         version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
         user: user_tx,
-        urgent: urgent.clone(),
+        urgent: urgent_tx,
         system: Some(system_tx),
         lifeline: Arc::default(),
         depth: depth.clone(),
@@ -285,7 +267,7 @@ pub(crate) fn mailbox(
         handle,
         Mailbox {
             user: user_rx,
-            urgent,
+            urgent: urgent_rx,
             system: system_rx,
             depth,
             urgent_run: 0,
@@ -358,15 +340,11 @@ impl ActorRef {
     /// Queues a message whose room is reserved (an urgent one's place on its lane too).
     fn push(&self, envelope: Envelope, size: usize) -> Result<(), Refused> {
         if envelope.urgent {
-            let mut lane = self.urgent.lock();
-            if lane.closed {
-                drop(lane);
+            if let Err(UserMsg::Message(envelope)) = self.urgent.send(UserMsg::Message(envelope)) {
                 self.depth.sub(size);
                 self.depth.urgent.fetch_sub(1, Ordering::Relaxed);
                 return Err(Refused::Closed(envelope));
             }
-            lane.queue.push_back(UserMsg::Message(envelope));
-            drop(lane);
             self.signal(SystemMsg::Urgent);
             return Ok(());
         }
@@ -396,8 +374,7 @@ impl Mailbox {
                 self.took(&msg);
                 return Ok(msg);
             }
-            let urgent = self.urgent.lock().queue.pop_front();
-            if let Some(msg) = urgent {
+            if let Ok(msg) = self.urgent.try_recv() {
                 self.took(&msg);
                 return Ok(msg);
             }
@@ -434,7 +411,7 @@ impl Mailbox {
     /// Closes both user lanes: later sends are refused; what they hold can still be taken.
     pub(crate) fn close_user(&mut self) {
         self.user.close();
-        self.urgent.lock().closed = true;
+        self.urgent.close();
     }
 }
 
