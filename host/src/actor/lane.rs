@@ -121,7 +121,11 @@ impl<T> std::fmt::Debug for LaneSender<T> {
 impl<T> LaneReceiver<T> {
     /// Takes the oldest message, if any.
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        let mut state = self.shared.lock();
+        self.take(&mut self.shared.lock())
+    }
+
+    /// The oldest message, or why there is none, from the locked state.
+    fn take(&self, state: &mut State<T>) -> Result<T, TryRecvError> {
         match state.queue.pop_front() {
             Some(value) => Ok(value),
             None if state.closed || self.shared.senders.load(Ordering::Acquire) == 0 => {
@@ -135,11 +139,10 @@ impl<T> LaneReceiver<T> {
     pub(crate) async fn recv(&mut self) -> Option<T> {
         poll_fn(|cx| {
             let mut state = self.shared.lock();
-            if let Some(value) = state.queue.pop_front() {
-                return Poll::Ready(Some(value));
-            }
-            if state.closed || self.shared.senders.load(Ordering::Acquire) == 0 {
-                return Poll::Ready(None);
+            match self.take(&mut state) {
+                Ok(value) => return Poll::Ready(Some(value)),
+                Err(TryRecvError::Disconnected) => return Poll::Ready(None),
+                Err(TryRecvError::Empty) => {}
             }
             match &mut state.waker {
                 Some(waker) if waker.will_wake(cx.waker()) => {}

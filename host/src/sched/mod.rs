@@ -299,9 +299,7 @@ impl Local {
             if task.run() == Outcome::Yielded {
                 // A task that yields may have run a whole time slice: work from outside, which
                 // the pick count alone would reach only after many such slices, goes first.
-                if let Some(outside) =
-                    self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
-                {
+                if let Some(outside) = self.take_injected() {
                     self.queue.push(outside);
                 }
                 self.queue.push(task);
@@ -321,7 +319,7 @@ impl Local {
     /// The next task to poll, in fairness order.
     fn next(&self, picks: u32, lifo_run: &mut u32) -> Option<Arc<Task>> {
         if picks.is_multiple_of(INJECTOR_EVERY)
-            && let Some(task) = self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
+            && let Some(task) = self.take_injected()
         {
             return Some(task);
         }
@@ -342,7 +340,7 @@ impl Local {
 
     /// Takes work from the injector, then from the other workers.
     fn steal(&self) -> Option<Arc<Task>> {
-        if let Some(task) = self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q)) {
+        if let Some(task) = self.take_injected() {
             return Some(task);
         }
         let n = self.shared.stealers.len();
@@ -353,6 +351,11 @@ impl Local {
             }
         }
         None
+    }
+
+    /// Takes a batch from the injector into the local queue; returns one of it.
+    fn take_injected(&self) -> Option<Arc<Task>> {
+        self.steal_from(|q| self.shared.injector.steal_batch_and_pop(q))
     }
 
     fn steal_from(
