@@ -62,6 +62,10 @@ struct Args {
     /// Use wasmtime's pooling allocator with room for this many instances.
     #[arg(long)]
     pooling: Option<u32>,
+    /// Bytes of initial data from which a module gets copy-on-write memory images (the host
+    /// default is 1 MiB; a huge value keeps every module on the arena, for comparison).
+    #[arg(long)]
+    image_threshold: Option<u64>,
     /// Epoch tick in microseconds (the host default is 1000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
@@ -158,6 +162,9 @@ fn system_with(
 ) -> anyhow::Result<ActorSystem> {
     config.pooling(args.pooling);
     config.workers(args.threads);
+    if let Some(bytes) = args.image_threshold {
+        config.image_threshold(bytes);
+    }
     if let Some(us) = args.epoch_tick_us {
         config.epoch_tick(Duration::from_micros(us));
     }
@@ -314,6 +321,24 @@ fn rss_bytes() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * 4096)
+}
+
+/// A `kB` field of a `/proc/self` file (`smaps_rollup`, `status`), in bytes.
+fn proc_kb(file: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/{file}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Proportional set size: resident memory with each shared page divided among its mappings.
+/// RSS counts a page of a copy-on-write image once per instance that maps it; PSS counts it once.
+fn pss_bytes() -> u64 {
+    proc_kb("smaps_rollup", "Pss")
 }
 
 /// The number of memory mappings of this process (Linux caps it at `vm.max_map_count`).
@@ -823,6 +848,8 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
         // Instantiate: spawn to first answer, net of one call; memory: resident growth per
         // instance once each has answered.
         let rss_before = rss_bytes();
+        let pss_before = pss_bytes();
+        let anon_before = proc_kb("status", "RssAnon");
         let start = Instant::now();
         for i in 0..INSTANCES {
             let path = format!("/user/i{i}");
@@ -830,15 +857,18 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
             query(&system, &path, lang).await?;
         }
         let instantiate = start.elapsed().as_secs_f64() / INSTANCES as f64 - call;
-        let rss = rss_bytes().saturating_sub(rss_before) / INSTANCES as u64;
+        let per = |after: u64, before: u64| after.saturating_sub(before) / INSTANCES as u64 / 1024;
+        let rss = per(rss_bytes(), rss_before);
+        let pss = per(pss_bytes(), pss_before);
+        let private = per(proc_kb("status", "RssAnon"), anon_before);
         println!(
             "RESULT runtime=mote workload=languages lang={} size_bytes={size} compile_ms={:.0} \
-             instantiate_us={:.0} call_us={:.1} rss_per_instance_kib={}",
+             instantiate_us={:.0} call_us={:.1} rss_per_instance_kib={rss} \
+             pss_per_instance_kib={pss} private_per_instance_kib={private}",
             lang.name,
             compile * 1e3,
             instantiate * 1e6,
             call * 1e6,
-            rss / 1024
         );
         system.shutdown().await.ok();
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::{ActorSystem, UpgradeOptions};
+use mote_host::{ActorSystem, MemoryStrategy, UpgradeOptions};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -65,6 +65,9 @@ pub(crate) struct ModuleNode {
     pub(crate) hash: String,
     pub(crate) current: bool,
     pub(crate) upgradable: bool,
+    /// Whether its instances map a copy-on-write image of their initial memory.
+    #[serde(default)]
+    pub(crate) image: bool,
 }
 
 /// The outcome of an `upgrade`.
@@ -297,6 +300,7 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
                         hash: m.hash,
                         current: m.current,
                         upgradable: m.upgradable,
+                        image: m.memory == MemoryStrategy::Image,
                     })
                     .collect(),
             );

@@ -289,12 +289,13 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             let response = control::request(&control, &control::Request::Modules).await?;
             for m in response.modules.unwrap_or_default() {
                 println!(
-                    "{}@{} sha256:{}{}{}",
+                    "{}@{} sha256:{}{}{}{}",
                     m.name,
                     m.version,
                     m.hash.get(..16).unwrap_or(&m.hash),
                     if m.current { " current" } else { "" },
-                    if m.upgradable { " upgradable" } else { "" }
+                    if m.upgradable { " upgradable" } else { "" },
+                    if m.image { " cow-image" } else { "" }
                 );
             }
             Ok(())

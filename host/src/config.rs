@@ -33,6 +33,7 @@ pub struct HostConfig {
     pub(crate) quotas: Quotas,
     pub(crate) legacy_owners: Vec<String>,
     pub(crate) max_module_bytes: u64,
+    pub(crate) image_threshold: u64,
     pub(crate) guest_log_queue: usize,
 }
 
@@ -62,6 +63,7 @@ impl Default for HostConfig {
             quotas: Quotas::default(),
             legacy_owners: Vec::new(),
             max_module_bytes: 64 << 20,
+            image_threshold: 1 << 20,
             guest_log_queue: 8192,
         }
     }
@@ -222,6 +224,17 @@ impl HostConfig {
     /// read.
     pub fn max_module_bytes(&mut self, bytes: u64) -> &mut Self {
         self.max_module_bytes = bytes;
+        self
+    }
+
+    /// From how many bytes of initial data (the data segments of its core modules) a module's
+    /// instances get copy-on-write memory images instead of arena memory (default 1 MiB).
+    /// Interpreters (Python, JavaScript) start with megabytes of heap: an image maps it, shared
+    /// until written, where the arena would copy it into every instance. Small modules stay on
+    /// the arena, which holds 100,000 actors in a few mappings; an image costs a few mappings
+    /// per instance. `0` puts every module on images, `u64::MAX` none.
+    pub fn image_threshold(&mut self, bytes: u64) -> &mut Self {
+        self.image_threshold = bytes;
         self
     }
 

@@ -104,5 +104,6 @@ pub use kernel::guardian::SupervisionEvent;
 pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
+pub use sandbox::engine::MemoryStrategy;
 pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{ActorInfo, ActorSystem, Probe};

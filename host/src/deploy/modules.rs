@@ -11,6 +11,8 @@
 //!   whatever an upgrade of all its actors moved to (see `deploy::upgrade`).
 //! - With a database, every deployed version and every current version is recorded there, and
 //!   a restarted host has them again as they were.
+//! - A module is compiled for the engine of the memory strategy its bytes call for
+//!   (`sandbox::engine::strategy_for`), and all its actors run on that engine.
 //!
 //! [`checks`]: super::checks
 //! [`cache`]: super::cache
@@ -28,6 +30,7 @@ use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
 use crate::sandbox::bindings::ActorWorldPre;
+use crate::sandbox::engine::{MemoryStrategy, strategy_for};
 use crate::storage::Database;
 
 /// The version a module gets when none is given.
@@ -56,6 +59,8 @@ pub(crate) struct Module {
     /// Whether its actors' CPU time is measured: only if it imports the `clock` interface,
     /// the one way to read it (two clock reads a guest call cost the others nothing).
     pub(crate) metered: bool,
+    /// Where its instances' linear memory comes from.
+    pub(crate) memory: MemoryStrategy,
 }
 
 /// One deployed module version, as listed by [`crate::ActorSystem::module_list`].
@@ -73,6 +78,8 @@ pub struct ModuleInfo {
     pub upgradable: bool,
     /// Whether its actors' CPU time is measured (it imports `clock`, the way to read it).
     pub metered: bool,
+    /// Where its instances' linear memory comes from (see [`crate::HostConfig::image_threshold`]).
+    pub memory: MemoryStrategy,
     /// What it was granted beyond the defaults.
     pub grants: Vec<String>,
 }
@@ -83,12 +90,32 @@ struct Entry {
     current: String,
 }
 
-/// The modules deployed on one host.
-pub(crate) struct Modules {
+/// One engine, the host's capabilities linked for it, and the cache of what it compiled.
+pub(crate) struct Backend {
     engine: Engine,
     linker: Linker<ActorState>,
-    by_name: RwLock<HashMap<String, Entry>>,
     cache: CompiledCache,
+}
+
+impl Backend {
+    /// A backend compiling for `engine`, cached in `cache` (none: compile every time).
+    pub(crate) fn new(engine: Engine, linker: Linker<ActorState>, cache: Option<PathBuf>) -> Self {
+        Backend {
+            cache: CompiledCache::new(&engine, cache),
+            engine,
+            linker,
+        }
+    }
+}
+
+/// The modules deployed on one host.
+pub(crate) struct Modules {
+    /// Modules on arena memory, and modules on copy-on-write images.
+    arena: Backend,
+    image: Backend,
+    /// From how many bytes of initial data a module goes on images.
+    image_threshold: u64,
+    by_name: RwLock<HashMap<String, Entry>>,
     /// Where deployed versions are recorded, if the host has a database.
     database: Option<Arc<Database>>,
 }
@@ -97,15 +124,15 @@ impl Modules {
     /// The registry of a host whose actors are linked by `linker`; with a database, the
     /// versions recorded there are deployed again, as they were.
     pub(crate) fn new(
-        engine: Engine,
-        linker: Linker<ActorState>,
-        cache: Option<PathBuf>,
+        arena: Backend,
+        image: Backend,
+        image_threshold: u64,
         database: Option<Arc<Database>>,
     ) -> Result<Self, HostError> {
         let modules = Modules {
-            cache: CompiledCache::new(&engine, cache),
-            engine,
-            linker,
+            arena,
+            image,
+            image_threshold,
             by_name: RwLock::default(),
             database,
         };
@@ -228,11 +255,17 @@ impl Modules {
             }
         }
         checks::check_header(name, bytes)?;
-        let component = self.cache.component(&self.engine, name, &hash, bytes)?;
-        checks::check_contract(name, &component, &self.engine)?;
-        checks::check_imports(name, &component, &self.engine, grants)?;
-        checks::check_exports(name, &component, &self.engine)?;
-        let module = Arc::new(self.prepare(name, version, hash, grants, &component)?);
+        let memory = strategy_for(bytes, self.image_threshold);
+        let backend = self.backend(memory);
+        let component = backend
+            .cache
+            .component(&backend.engine, name, &hash, bytes)?;
+        checks::check_contract(name, &component, &backend.engine)?;
+        checks::check_imports(name, &component, &backend.engine, grants)?;
+        checks::check_exports(name, &component, &backend.engine)?;
+        let module = Arc::new(prepare(
+            backend, memory, name, version, hash, grants, &component,
+        )?);
         let mut map = self.write();
         let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
             versions: BTreeMap::new(),
@@ -252,52 +285,6 @@ impl Modules {
                 Ok((module, true))
             }
         }
-    }
-
-    /// Links a checked component: its `InstancePre` and its optional exports.
-    fn prepare(
-        &self,
-        name: &str,
-        version: &str,
-        hash: String,
-        grants: &[String],
-        component: &Component,
-    ) -> Result<Module, ModuleError> {
-        let mismatch = |e: wasmtime::Error| ModuleError::WrongWorld {
-            name: name.to_owned(),
-            reason: "its imports do not match what the host provides".to_owned(),
-            source: Some(e.into()),
-        };
-        let pre = self.linker.instantiate_pre(component).map_err(mismatch)?;
-        let pre = ActorWorldPre::new(pre).map_err(mismatch)?;
-        let export = |iface: &str, func: &str| {
-            component
-                .get_export_index(None, iface)
-                .and_then(|i| component.get_export_index(Some(&i), func))
-        };
-        let upgrade = match (
-            export(UPGRADE_EXPORT, "save-state"),
-            export(UPGRADE_EXPORT, "migrate"),
-        ) {
-            (Some(save_state), Some(migrate)) => Some(UpgradeExports {
-                save_state,
-                migrate,
-            }),
-            _ => None,
-        };
-        Ok(Module {
-            name: Arc::from(name),
-            version: Arc::from(version),
-            hash: Arc::from(hash),
-            grants: grants.to_vec(),
-            pre,
-            supervise: export(SUPERVISOR_EXPORT, "supervise"),
-            upgrade,
-            metered: component
-                .component_type()
-                .imports(&self.engine)
-                .any(|(import, _)| import.starts_with(CLOCK_IMPORT)),
-        })
     }
 
     /// The current version of a module.
@@ -387,6 +374,7 @@ impl Modules {
                     current: *m.version == *entry.current,
                     upgradable: m.upgrade.is_some(),
                     metered: m.metered,
+                    memory: m.memory,
                     grants: m.grants.clone(),
                 })
             })
@@ -397,8 +385,71 @@ impl Modules {
 
     /// Compilations and cache loads so far.
     pub(crate) fn stats(&self) -> ModuleStats {
-        self.cache.stats()
+        let (a, b) = (self.arena.cache.stats(), self.image.cache.stats());
+        ModuleStats {
+            compiled: a.compiled + b.compiled,
+            cache_hits: a.cache_hits + b.cache_hits,
+        }
     }
+
+    /// The backend of a memory strategy.
+    fn backend(&self, memory: MemoryStrategy) -> &Backend {
+        match memory {
+            MemoryStrategy::Arena => &self.arena,
+            MemoryStrategy::Image => &self.image,
+        }
+    }
+}
+
+/// Links a checked component: its `InstancePre` and its optional exports.
+fn prepare(
+    backend: &Backend,
+    memory: MemoryStrategy,
+    name: &str,
+    version: &str,
+    hash: String,
+    grants: &[String],
+    component: &Component,
+) -> Result<Module, ModuleError> {
+    let mismatch = |e: wasmtime::Error| ModuleError::WrongWorld {
+        name: name.to_owned(),
+        reason: "its imports do not match what the host provides".to_owned(),
+        source: Some(e.into()),
+    };
+    let pre = backend
+        .linker
+        .instantiate_pre(component)
+        .map_err(mismatch)?;
+    let pre = ActorWorldPre::new(pre).map_err(mismatch)?;
+    let export = |iface: &str, func: &str| {
+        component
+            .get_export_index(None, iface)
+            .and_then(|i| component.get_export_index(Some(&i), func))
+    };
+    let upgrade = match (
+        export(UPGRADE_EXPORT, "save-state"),
+        export(UPGRADE_EXPORT, "migrate"),
+    ) {
+        (Some(save_state), Some(migrate)) => Some(UpgradeExports {
+            save_state,
+            migrate,
+        }),
+        _ => None,
+    };
+    Ok(Module {
+        name: Arc::from(name),
+        version: Arc::from(version),
+        hash: Arc::from(hash),
+        grants: grants.to_vec(),
+        pre,
+        supervise: export(SUPERVISOR_EXPORT, "supervise"),
+        upgrade,
+        metered: component
+            .component_type()
+            .imports(&backend.engine)
+            .any(|(import, _)| import.starts_with(CLOCK_IMPORT)),
+        memory,
+    })
 }
 
 #[cfg(test)]

@@ -1,9 +1,23 @@
-//! The shared wasmtime `Engine` and the epoch ticker that preempts running guests.
+//! The wasmtime engines actors run on and the epoch ticker that preempts running guests.
 //!
-//! One engine serves every actor: compiled code and type information are shared, each actor gets
-//! only a `Store`. With epoch interruption (on unless `HostConfig::epoch_interruption(false)`
-//! turns it off to measure its cost), a background thread bumps the epoch every tick, and a guest
-//! that has run for a whole time slice yields to the scheduler.
+//! A system has two engines, which differ only in where linear memory comes from
+//! ([`MemoryStrategy`]); compiled code and type information are shared by all actors of a module,
+//! each actor gets only a `Store`. A module is compiled for one of them, chosen at deploy by
+//! [`strategy_for`]: small modules (Rust, C) take memories from the shared arenas, so a host holds
+//! a hundred thousand of their actors in a few mappings; modules with a big initial heap (Python
+//! and JavaScript interpreters) get wasmtime's copy-on-write images, so an instance maps its
+//! interpreter's heap instead of copying it.
+//!
+//! With epoch interruption (on unless `HostConfig::epoch_interruption(false)` turns it off to
+//! measure its cost), a background thread bumps every engine's epoch each tick, and a guest that
+//! has run for a whole time slice yields to the scheduler.
+//!
+//! Invariants:
+//! - Both engines compile the same checks (epoch interruption, stack limit, bounds checks);
+//!   only memory placement differs, so a module behaves the same on either.
+//! - An image memory never moves: its reservation covers the host's memory limit, which the
+//!   store's limiter enforces, so growth never discards the image (wasmtime drops the image of a
+//!   memory that moves, and the instance would then hold a full private copy).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +29,45 @@ use super::arena::{Memories, Stacks};
 use crate::config::HostConfig;
 use crate::error::HostError;
 
-/// Builds the engine every actor of one system shares.
-pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
+/// Where an engine's instances get their linear memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryStrategy {
+    /// Zero-filled slots of the shared arenas: cheap to create, a few mappings for any number of
+    /// actors; the initial data is copied in at instantiation.
+    Arena,
+    /// wasmtime's copy-on-write image of the module's initial memory: pages are shared with the
+    /// image until written. Costs a few mappings per instance.
+    Image,
+}
+
+/// Which strategy a component gets: [`MemoryStrategy::Image`] when the data segments of its core
+/// modules add up to at least `threshold` bytes. Bytes that do not parse get the arena; compiling
+/// them reports what is wrong.
+pub(crate) fn strategy_for(bytes: &[u8], threshold: u64) -> MemoryStrategy {
+    match initial_data_bytes(bytes) {
+        Some(data) if data >= threshold => MemoryStrategy::Image,
+        _ => MemoryStrategy::Arena,
+    }
+}
+
+/// The total length of the data segments of every core module in a component or module.
+fn initial_data_bytes(bytes: &[u8]) -> Option<u64> {
+    let mut total = 0u64;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::DataSection(reader) = payload.ok()? {
+            for data in reader {
+                total = total.saturating_add(data.ok()?.data.len() as u64);
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Builds the engine for one memory strategy.
+pub(crate) fn build_engine(
+    config: &HostConfig,
+    memory: MemoryStrategy,
+) -> Result<Engine, HostError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(config.epoch_interruption)
@@ -24,11 +75,15 @@ pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
         .concurrency_support(false)
         .max_wasm_stack(config.max_wasm_stack)
         .async_stack_size(config.max_wasm_stack + config.async_stack)
-        // Small reservations keep per-actor address space and mappings low (100k actors target).
-        .memory_reservation(0)
         .memory_guard_size(0)
-        .memory_reservation_for_growth(0)
-        .memory_init_cow(false);
+        .memory_reservation_for_growth(0);
+    if memory == MemoryStrategy::Image {
+        let limit = config.memory_limit.next_multiple_of(WASM_PAGE) as u64;
+        wasm.memory_reservation(limit).memory_init_cow(true);
+        return Engine::new(&wasm).map_err(|e| HostError::Engine(e.into()));
+    }
+    // Small reservations keep per-actor address space and mappings low (100k actors target).
+    wasm.memory_reservation(0).memory_init_cow(false);
     if !config.pooling {
         // Memories and stacks from shared arenas: a few mappings for any number of actors.
         wasm.with_host_memory(Arc::new(Memories::new(config.memory_limit)))
@@ -48,17 +103,20 @@ pub(crate) fn build_engine(config: &HostConfig) -> Result<Engine, HostError> {
     Engine::new(&wasm).map_err(|e| HostError::Engine(e.into()))
 }
 
-/// A thread that increments the engine's epoch every tick until dropped.
+/// The size of a wasm page.
+const WASM_PAGE: usize = 64 << 10;
+
+/// A thread that increments the engines' epochs every tick until dropped.
 pub(crate) struct EpochTicker {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EpochTicker {
-    /// Starts ticking `engine` every `config.epoch_tick`.
-    pub(crate) fn start(engine: &Engine, config: &HostConfig) -> Result<Self, HostError> {
+    /// Starts ticking `engines` every `config.epoch_tick`.
+    pub(crate) fn start(engines: &[&Engine], config: &HostConfig) -> Result<Self, HostError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let weak = engine.weak();
+        let weak: Vec<_> = engines.iter().map(|e| e.weak()).collect();
         let tick = config.epoch_tick;
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -66,9 +124,13 @@ impl EpochTicker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
+                    let mut any = false;
+                    for engine in weak.iter().filter_map(|w| w.upgrade()) {
+                        engine.increment_epoch();
+                        any = true;
+                    }
+                    if !any {
+                        break;
                     }
                 }
             })?;
@@ -85,5 +147,54 @@ impl Drop for EpochTicker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// LEB128 of `n`.
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+
+    /// A core module with one passive data segment of `len` bytes.
+    fn module_with_data(len: usize) -> Vec<u8> {
+        let mut segment = vec![1, 1]; // one segment, passive
+        leb(len, &mut segment);
+        segment.resize(segment.len() + len, 0xab);
+        let mut bytes = b"\0asm\x01\0\0\0".to_vec();
+        bytes.push(11); // the data section
+        leb(segment.len(), &mut bytes);
+        bytes.extend(segment);
+        bytes
+    }
+
+    #[test]
+    fn a_module_with_a_big_initial_heap_gets_images_and_a_small_one_the_arena() {
+        let big = module_with_data(2 << 20);
+        let small = module_with_data(4 << 10);
+        assert_eq!(initial_data_bytes(&big), Some(2 << 20));
+        assert_eq!(strategy_for(&big, 1 << 20), MemoryStrategy::Image);
+        assert_eq!(strategy_for(&small, 1 << 20), MemoryStrategy::Arena);
+        assert_eq!(strategy_for(&small, 0), MemoryStrategy::Image);
+        assert_eq!(strategy_for(&big, u64::MAX), MemoryStrategy::Arena);
+    }
+
+    #[test]
+    fn bytes_that_do_not_parse_get_the_arena() {
+        assert_eq!(strategy_for(b"not wasm at all", 0), MemoryStrategy::Arena);
+        let mut cut = module_with_data(2 << 20);
+        cut.truncate(1 << 20);
+        assert_eq!(strategy_for(&cut, 0), MemoryStrategy::Arena);
     }
 }

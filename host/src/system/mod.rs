@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
+use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 use self::outside::{check_outside, tell_outside};
@@ -24,7 +25,7 @@ use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
-use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
+use crate::deploy::modules::{Backend, DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
@@ -34,7 +35,7 @@ use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
 use crate::quota::Quota;
-use crate::sandbox::engine::{EpochTicker, build_engine};
+use crate::sandbox::engine::{EpochTicker, MemoryStrategy, build_engine};
 use crate::sched::Scheduler;
 use crate::storage::{CommitStats, Database};
 
@@ -76,11 +77,10 @@ impl ActorSystem {
     /// enabled (`enable_all`), which timers, asks and backoff need.
     pub fn new(config: HostConfig) -> Result<Self, HostError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
-        let engine = build_engine(&config)?;
-        let mut linker = Linker::new(&engine);
-        Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
+        let arena = build_engine(&config, MemoryStrategy::Arena)?;
+        let image = build_engine(&config, MemoryStrategy::Image)?;
         let ticker = match config.epoch_interruption {
-            true => Some(EpochTicker::start(&engine, &config)?),
+            true => Some(EpochTicker::start(&[&arena, &image], &config)?),
             false => None,
         };
         let database = match &config.storage {
@@ -99,7 +99,17 @@ impl ActorSystem {
                 .as_ref()
                 .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
         });
-        let modules = Arc::new(Modules::new(engine, linker, cache, database.clone())?);
+        let backend = |engine: Engine| -> Result<Backend, HostError> {
+            let mut linker = Linker::new(&engine);
+            Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
+            Ok(Backend::new(engine, linker, cache.clone()))
+        };
+        let modules = Arc::new(Modules::new(
+            backend(arena)?,
+            backend(image)?,
+            config.image_threshold,
+            database.clone(),
+        )?);
         let scheduler = Scheduler::start(config.workers, runtime.clone())?;
         let kernel = Arc::new(Kernel::new(config, runtime));
         kernel.plug(Arc::new(Launcher::new(
