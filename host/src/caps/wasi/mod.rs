@@ -20,10 +20,8 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use self::output::GuestOutput;
 use super::capability::{ActorState, Capability, Env, Grant, Origin, Provides};
 use crate::actor::core::ActorCore;
-use crate::address::ActorPath;
 use crate::error::HostError;
 use crate::guestlog::GuestLog;
-use crate::quota::{Quotas, Refusals};
 
 /// The capability behind the WASI interfaces.
 pub(crate) struct Wasi {
@@ -31,26 +29,25 @@ pub(crate) struct Wasi {
     log: Arc<GuestLog>,
 }
 
-/// One actor instance's WASI: its context and resources.
+/// One actor instance's WASI: its context and resources. The context takes the actor's path
+/// and log budget from its core when it is built.
 pub(crate) struct Sandboxed {
-    path: ActorPath,
-    /// The actor's log budget, which its output shares with `host.log`.
-    budget: (Arc<Refusals>, Quotas),
     /// Where its output goes.
     log: Arc<GuestLog>,
-    /// Built at the first WASI call.
-    ctx: Option<WasiCtx>,
+    /// Built at the first WASI call; boxed, as most actors never make one (an inline context
+    /// made every actor's store half a kilobyte larger).
+    ctx: Option<Box<WasiCtx>>,
     /// Built at the first `wasi:http` call.
-    http: Option<WasiHttpCtx>,
+    http: Option<Box<WasiHttpCtx>>,
     table: ResourceTable,
 }
 
-/// The WASI context of the actor at `path`.
-fn context(path: &ActorPath, budget: &(Arc<Refusals>, Quotas), sink: &Arc<GuestLog>) -> WasiCtx {
+/// The WASI context of `actor`: its output goes to `sink`, charged to its log budget.
+fn context(actor: &ActorCore, sink: &Arc<GuestLog>) -> WasiCtx {
     let log = |stream| GuestOutput {
-        path: path.clone(),
+        path: actor.me.path.clone(),
         stream,
-        budget: budget.clone(),
+        budget: (actor.refusals.clone(), *actor.quotas()),
         log: sink.clone(),
     };
     WasiCtxBuilder::new()
@@ -88,10 +85,8 @@ impl Capability for Wasi {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
     }
 
-    fn state(&self, actor: &ActorCore, _origin: Origin<'_, Sandboxed>) -> Sandboxed {
+    fn state(&self, _actor: &ActorCore, _origin: Origin<'_, Sandboxed>) -> Sandboxed {
         Sandboxed {
-            path: actor.me.path.clone(),
-            budget: (actor.refusals.clone(), *actor.quotas()),
             log: self.log.clone(),
             ctx: None,
             http: None,
@@ -102,16 +97,10 @@ impl Capability for Wasi {
 
 impl<K: Provides<Wasi>> WasiView for ActorState<K> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        let Sandboxed {
-            path,
-            budget,
-            log,
-            ctx,
-            table,
-            ..
-        } = K::state(&mut self.caps);
+        let Sandboxed { log, ctx, table, .. } = K::state(&mut self.caps);
+        let actor = &self.core;
         WasiCtxView {
-            ctx: ctx.get_or_insert_with(|| context(path, budget, log)),
+            ctx: ctx.get_or_insert_with(|| Box::new(context(actor, log))),
             table,
         }
     }
@@ -122,7 +111,7 @@ impl<K: Provides<Wasi>> WasiHttpView for ActorState<K> {
         let Sandboxed { http, table, .. } = K::state(&mut self.caps);
         WasiHttpCtxView {
             hooks: wasmtime_wasi_http::default_hooks(),
-            ctx: http.get_or_insert_with(WasiHttpCtx::new),
+            ctx: http.get_or_insert_with(|| Box::new(WasiHttpCtx::new())),
             table,
         }
     }
