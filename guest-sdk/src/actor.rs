@@ -121,8 +121,8 @@ pub trait Actor: Sized + 'static {
     }
 }
 
-/// Exports an [`Actor`] type as this component's `actor`, `supervisor` and `upgrade`
-/// interfaces (world `upgradable-actor-world`).
+/// Exports an [`Actor`] type as this component's `actor`, `supervisor`, `upgrade` and
+/// `packed-receive` interfaces (world `sdk-actor-world`).
 ///
 /// Use it once per crate, at the top level: `mote_guest::export_actor!(MyActor);`. The crate
 /// needs no dependency but `mote-guest`.
@@ -153,6 +153,14 @@ macro_rules! export_actor {
 
                 fn stopping(reason: $crate::StopReason) {
                     $crate::__private::stopping::<$ty>(&MOTE_ACTOR_STATE, reason)
+                }
+            }
+
+            impl $crate::bindings::exports::mote::actor::packed_receive::Guest for MoteActorExport {
+                fn receive(
+                    msg: ::std::vec::Vec<u8>,
+                ) -> ::core::result::Result<(), ::std::string::String> {
+                    $crate::__private::receive_packed::<$ty>(&MOTE_ACTOR_STATE, msg)
                 }
             }
 

@@ -10,7 +10,7 @@
 //! and watch children, stop actors, schedule timers, publish and subscribe, join groups, ask,
 //! switch behaviour, stash messages, persist state and events, set durable reminders and log.
 //! [`export_actor!`] turns the type into the component's exports (world
-//! `upgradable-actor-world`).
+//! `sdk-actor-world`).
 //!
 //! Modules:
 //! - [`message`](mod@message): the [`Message`] trait, [`message!`] and [`json_message!`], the
@@ -361,5 +361,7 @@ pub use upgrade::{from_state, state};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::instance::Instance;
-    pub use crate::runtime::{State, migrate, receive, save_state, start, stopping, supervise};
+    pub use crate::runtime::{
+        State, migrate, receive, receive_packed, save_state, start, stopping, supervise,
+    };
 }

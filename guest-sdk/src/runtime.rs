@@ -52,6 +52,71 @@ fn install<A: Actor>(
 /// Delivers one message, then passes the hook's stash requests and any rejection on to the
 /// host.
 pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<(), String> {
+    let WitMessage { sender, kind, body } = msg;
+    deliver(state, Envelope { sender, kind, body })
+}
+
+/// [`receive`] for a message packed into one list (`packed-receive`).
+pub fn receive_packed<A: Actor>(state: &'static State<A>, msg: Vec<u8>) -> Result<(), String> {
+    deliver(state, unpack(msg)?)
+}
+
+/// Unpacks a `packed-receive` message (its layout is in `wit/actor.wit`). The body keeps the
+/// list's allocation: the header in front of it is moved out, not the body copied.
+fn unpack(mut msg: Vec<u8>) -> Result<Envelope, String> {
+    let (sender, at) = match *msg.first().ok_or_else(malformed)? {
+        0 => (None, 1),
+        1 => {
+            let incarnation = u64::from_le_bytes(field::<8>(&msg, 1)?);
+            let (path, end) = text(&msg, 9)?;
+            (Some(Address { path, incarnation }), end)
+        }
+        _ => return Err(malformed()),
+    };
+    let (kind, end) = text(&msg, at)?;
+    msg.drain(..end);
+    Ok(Envelope {
+        sender,
+        kind,
+        body: msg,
+    })
+}
+
+/// The `N` bytes of `msg` at `at`.
+fn field<const N: usize>(msg: &[u8], at: usize) -> Result<[u8; N], String> {
+    msg.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(malformed)
+}
+
+/// The length-prefixed text at `at` in `msg`, and where it ends.
+fn text(msg: &[u8], at: usize) -> Result<(String, usize), String> {
+    let len = u32::from_le_bytes(field::<4>(msg, at)?) as usize;
+    let start = at + 4;
+    let bytes = start
+        .checked_add(len)
+        .and_then(|end| msg.get(start..end))
+        .ok_or_else(malformed)?;
+    // The host writes these from its own strings. Like wit-bindgen's lifting of a `string`,
+    // only debug builds check the UTF-8 (a release guest trusts the host's, at no cost).
+    let text = if cfg!(debug_assertions) {
+        std::str::from_utf8(bytes)
+            .map_err(|_| malformed())?
+            .to_owned()
+    } else {
+        // SAFETY: the host packed valid UTF-8 (a Rust `str`), as the layout requires.
+        unsafe { String::from_utf8_unchecked(bytes.to_vec()) }
+    };
+    Ok((text, start + len))
+}
+
+/// The error of a message that does not follow the layout (a host bug, never the sender's).
+fn malformed() -> String {
+    "malformed packed message".to_string()
+}
+
+/// Delivers one envelope (see [`receive`]).
+fn deliver<A: Actor>(state: &'static State<A>, env: Envelope) -> Result<(), String> {
     state.with(|cell| {
         let mut slot = cell
             .try_borrow_mut()
@@ -59,10 +124,7 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
         let instance = slot
             .as_mut()
             .ok_or_else(|| "actor is not running (not started, or stopped)".to_string())?;
-        let WitMessage { sender, kind, body } = msg;
-        instance
-            .receive(Envelope { sender, kind, body })
-            .map_err(String::from)?;
+        instance.receive(env).map_err(String::from)?;
         if let Some(reason) = instance.take_rejected() {
             host::reject(&reason);
         }
@@ -126,5 +188,56 @@ pub fn stopping<A: Actor>(state: &'static State<A>, reason: StopReason) {
     let instance = state.with(|cell| cell.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
     if let Some(instance) = instance {
         instance.stopping(reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message the host's packer writes for sender `/user/a` (incarnation 0x0102), kind
+    /// `K` and body `xy` (see `host/src/sandbox/packed.rs`).
+    fn packed() -> Vec<u8> {
+        let mut bytes = vec![1, 2, 1, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0];
+        bytes.extend_from_slice(b"/user/a");
+        bytes.extend_from_slice(&[1, 0, 0, 0, b'K', b'x', b'y']);
+        bytes
+    }
+
+    #[test]
+    fn a_packed_message_unpacks_to_the_envelope_receive_would_get() {
+        let env = unpack(packed()).unwrap();
+        assert_eq!(
+            env.sender,
+            Some(Address {
+                path: "/user/a".into(),
+                incarnation: 0x0102
+            })
+        );
+        assert_eq!((env.kind.as_str(), env.body.as_slice()), ("K", &b"xy"[..]));
+        let none = unpack(vec![0, 0, 0, 0, 0]).unwrap();
+        assert_eq!(
+            (none.sender, none.kind, none.body),
+            (None, String::new(), vec![])
+        );
+    }
+
+    #[test]
+    fn a_malformed_packed_message_is_an_error_not_a_panic() {
+        let full = packed();
+        for cut in 0..full.len() - 2 {
+            assert!(unpack(full[..cut].to_vec()).is_err(), "cut at {cut}");
+        }
+        let mut flag = full.clone();
+        flag[0] = 2;
+        assert!(unpack(flag).is_err());
+        if cfg!(debug_assertions) {
+            let mut utf8 = full.clone();
+            utf8[13] = 0xff;
+            assert!(unpack(utf8).is_err(), "debug builds check the UTF-8");
+        }
+        let mut long = full;
+        long[9] = 0xff;
+        assert!(unpack(long).is_err(), "a path longer than the message");
     }
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::TypedFunc;
+use wasmtime::component::{Func, TypedFunc};
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::actor::supervisor::{Directive, FailureKind};
@@ -21,6 +21,7 @@ use crate::sandbox::bindings::{
     to_wit_address, to_wit_address_of, to_wit_failure_kind, to_wit_stop_reason,
 };
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
+use crate::sandbox::packed::pack;
 
 /// The longest failure text kept, in bytes.
 const MAX_FAILURE_TEXT: usize = 4096;
@@ -99,6 +100,12 @@ pub(crate) struct Stillborn {
 type SuperviseFunc = TypedFunc<(WitAddress, WitFailureKind, String), (Option<WitDirective>,)>;
 type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
 type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
+/// The signature of `packed-receive.receive`.
+type PackedReceiveFunc<'a> = TypedFunc<(&'a [u8],), (Result<(), String>,)>;
+
+/// A packing buffer grown past this is dropped after the call, so that one big message does
+/// not stay with an idle actor.
+const KEEP_PACKED: usize = 4096;
 
 /// A live wasm instance of one actor.
 pub(crate) struct ActorInstance {
@@ -106,6 +113,10 @@ pub(crate) struct ActorInstance {
     bindings: ActorWorld,
     supervise: Option<SuperviseFunc>,
     upgrade: Option<(SaveStateFunc, MigrateFunc)>,
+    /// `packed-receive.receive`, type-checked as [`PackedReceiveFunc`], if exported.
+    packed: Option<Func>,
+    /// The buffer messages are packed into for it.
+    packing: Vec<u8>,
     /// Where its calls' time is charged, if its module can read it.
     usage: Option<Arc<Usage>>,
     slice_ticks: u64,
@@ -170,11 +181,22 @@ impl ActorInstance {
             }
             None => None,
         };
+        let packed = match module.packed_receive {
+            Some(index) => match instance
+                .get_typed_func::<(&[u8],), (Result<(), String>,)>(&mut store, index)
+            {
+                Ok(func) => Some(*func.func()),
+                Err(e) => return Err(failed(store, "bad packed-receive export", e)),
+            },
+            None => None,
+        };
         Ok(ActorInstance {
             store,
             bindings,
             supervise,
             upgrade,
+            packed,
+            packing: Vec::new(),
             usage,
             slice_ticks,
             epochs,
@@ -216,34 +238,72 @@ impl ActorInstance {
         self.flatten(result)
     }
 
-    /// Hands `envelope` to `receive`; a call that returns gives the message back with what the
-    /// guest made of it (a trap or an error keeps it: it is dropped).
+    /// Hands `envelope` to `receive` (packed, if the module exports `packed-receive`); a call
+    /// that returns gives the message back with what the guest made of it (a trap or an error
+    /// keeps it: it is dropped).
     pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
         self.begin_call();
-        let core = &mut self.store.data_mut().core;
-        // The sender moves into the core (no reference count to touch); the guest gets a copy
-        // of its path.
-        let sender = envelope.sender.as_ref().map(to_wit_address_of);
-        core.current_sender = envelope.sender;
-        core.current_bytes = Some(envelope.body.len());
-        let msg = WitMessage {
-            sender,
-            kind: envelope.kind,
-            body: envelope.body,
+        let Envelope {
+            sender, kind, body, ..
+        } = envelope;
+        let result = match self.packed {
+            Some(func) => {
+                let mut packing = std::mem::take(&mut self.packing);
+                pack(sender.as_ref(), &kind, &body, &mut packing);
+                self.enter(sender, body.len());
+                // SAFETY: `func` was type-checked as this signature when the instance was made.
+                let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
+                let call = typed.call_async(&mut self.store, (&packing[..],));
+                let result = Metered::new(call, self.usage.as_deref()).await;
+                if packing.capacity() <= KEEP_PACKED {
+                    self.packing = packing;
+                }
+                result.map(|(r,)| r)
+            }
+            None => {
+                let msg = WitMessage {
+                    sender: sender.as_ref().map(to_wit_address_of),
+                    kind,
+                    body,
+                };
+                self.enter(sender, msg.body.len());
+                let result = Metered::new(
+                    self.bindings
+                        .mote_actor_actor()
+                        .call_receive(&mut self.store, &msg),
+                    self.usage.as_deref(),
+                )
+                .await;
+                let WitMessage {
+                    kind: k, body: b, ..
+                } = msg;
+                return self.received(result, k, b);
+            }
         };
-        let result = Metered::new(
-            self.bindings
-                .mote_actor_actor()
-                .call_receive(&mut self.store, &msg),
-            self.usage.as_deref(),
-        )
-        .await;
+        self.received(result, kind, body)
+    }
+
+    /// Makes `sender` and the body's size the current message's, for the imports it calls.
+    fn enter(&mut self, sender: Option<Address>, bytes: usize) {
+        let core = &mut self.store.data_mut().core;
+        // The sender moves into the core (no reference count to touch).
+        core.current_sender = sender;
+        core.current_bytes = Some(bytes);
+    }
+
+    /// What became of a message `receive` returned from, given back as `kind` and `body`.
+    fn received(
+        &mut self,
+        result: wasmtime::Result<Result<(), String>>,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<Received, Failure> {
         let core = &mut self.store.data_mut().core;
         let rejected = core.rejected.take();
         let kept = std::mem::take(&mut core.kept);
         let sender = core.current_sender.take();
         core.current_bytes = None;
-        let back = || Envelope::new(sender, msg.kind, msg.body);
+        let back = || Envelope::new(sender, kind, body);
         match (rejected, result) {
             (Some(reason), Ok(_)) => Ok(Received::Rejected(back(), reason)),
             (None, Ok(Ok(()))) if kept => Ok(Received::Kept(back())),

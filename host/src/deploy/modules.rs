@@ -25,7 +25,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, ComponentExportIndex, Linker};
 
 use super::cache::{CompiledCache, ModuleStats};
-use super::checks::{self, CLOCK_IMPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
 use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
@@ -56,6 +56,8 @@ pub(crate) struct Module {
     pub(crate) supervise: Option<ComponentExportIndex>,
     /// The state hooks, if the component exports `upgrade`.
     pub(crate) upgrade: Option<UpgradeExports>,
+    /// `receive` taking the message packed into one list, if the component exports it.
+    pub(crate) packed_receive: Option<ComponentExportIndex>,
     /// Whether its actors' CPU time is measured: only if it imports the `clock` interface,
     /// the one way to read it (two clock reads a guest call cost the others nothing).
     pub(crate) metered: bool,
@@ -263,6 +265,7 @@ impl Modules {
         checks::check_contract(name, &component, &backend.engine)?;
         checks::check_imports(name, &component, &backend.engine, grants)?;
         checks::check_exports(name, &component, &backend.engine)?;
+        checks::check_packed_receive(name, &component, &backend.engine)?;
         let module = Arc::new(prepare(
             backend, memory, name, version, hash, grants, &component,
         )?);
@@ -444,6 +447,7 @@ fn prepare(
         pre,
         supervise: export(SUPERVISOR_EXPORT, "supervise"),
         upgrade,
+        packed_receive: export(PACKED_RECEIVE_EXPORT, "receive"),
         metered: component
             .component_type()
             .imports(&backend.engine)

@@ -6,3 +6,4 @@ pub(crate) mod arena;
 pub(crate) mod bindings;
 pub(crate) mod engine;
 pub(crate) mod meter;
+pub(crate) mod packed;

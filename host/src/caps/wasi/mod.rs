@@ -97,7 +97,9 @@ impl Capability for Wasi {
 
 impl<K: Provides<Wasi>> WasiView for ActorState<K> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        let Sandboxed { log, ctx, table, .. } = K::state(&mut self.caps);
+        let Sandboxed {
+            log, ctx, table, ..
+        } = K::state(&mut self.caps);
         let actor = &self.core;
         WasiCtxView {
             ctx: ctx.get_or_insert_with(|| Box::new(context(actor, log))),
