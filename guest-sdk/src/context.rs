@@ -12,7 +12,7 @@ use crate::behavior::Request;
 use crate::bindings::mote::actor::host;
 use crate::bindings::mote::actor::types::{Address, LogLevel};
 use crate::error::{Error, Result};
-use crate::message::{Message, encode};
+use crate::message::{Message, with_encoded};
 
 /// Handed to every [`Actor`](crate::Actor) hook: the actor's addresses, the current sender and
 /// the ways to reach the host.
@@ -74,12 +74,12 @@ impl Context {
 
     /// Sends a typed message to an address.
     pub fn tell<M: Message>(&self, to: &Address, msg: &M) -> Result<()> {
-        self.tell_raw(to, M::KIND, &encode(msg)?)
+        with_encoded(msg, |body| self.tell_raw(to, M::KIND, body))?
     }
 
     /// Sends a typed message to a path, absolute (`/user/a`) or relative (`child`, `../sibling`).
     pub fn tell_path<M: Message>(&self, path: &str, msg: &M) -> Result<()> {
-        self.tell_path_raw(path, M::KIND, &encode(msg)?)
+        with_encoded(msg, |body| self.tell_path_raw(path, M::KIND, body))?
     }
 
     /// Sends a typed message back to the sender of the message being processed.

@@ -72,10 +72,12 @@ impl<A: Actor> Instance<A> {
     /// A message of the actor's kind whose body does not decode is no failure: it is the
     /// sender's problem. It is rejected ([`Instance::take_rejected`] says why; the runtime
     /// hands it to the host's dead letters).
-    pub fn receive(&mut self, env: Envelope) -> Result<()> {
+    pub fn receive(&mut self, mut env: Envelope) -> Result<()> {
         self.rejected = None;
-        let mut ctx = Context::for_message(env.sender.clone());
-        match self.dispatch(&mut ctx, &env) {
+        let route = route(&env, A::Msg::KIND);
+        // The sender moves into the context; a hook handed the whole envelope gets it back.
+        let mut ctx = Context::for_message(env.sender.take());
+        match self.dispatch(&mut ctx, route, &env) {
             Err(e) if e.is_malformed() => {
                 self.rejected = Some(e.into());
                 Ok(())
@@ -110,15 +112,16 @@ impl<A: Actor> Instance<A> {
         self.actor.stopping(&mut Context::new(None), reason);
     }
 
-    /// Routes an envelope (see [`route`]): host messages and ask replies to their hooks,
-    /// `A::Msg` to the top behaviour or `receive`, any other kind to `unhandled`.
-    fn dispatch(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
-        match route(env, A::Msg::KIND) {
+    /// Hands an envelope (whose sender is the context's) to the hook `route` names (see
+    /// [`route`]): host messages and ask replies to theirs, `A::Msg` to the top behaviour or
+    /// `receive`, any other kind to `unhandled`.
+    fn dispatch(&mut self, ctx: &mut Context, route: Route, env: &Envelope) -> Result<()> {
+        match route {
             Route::Terminated(who) => self.actor.terminated(ctx, who),
             Route::DeadLetter(letter) => self.actor.dead_letter(ctx, letter),
             Route::AskTimeout(id) => self.actor.ask_timeout(ctx, id),
             Route::Answer(id) => {
-                self.actor.answered(ctx, id, env.clone())?;
+                self.actor.answered(ctx, id, whole(ctx, env))?;
                 if std::mem::take(&mut ctx.handle_as_message) {
                     self.handle(ctx, env)
                 } else {
@@ -142,7 +145,7 @@ impl<A: Actor> Instance<A> {
     /// any other kind by `unhandled`.
     fn handle(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
         if env.kind != A::Msg::KIND {
-            return self.actor.unhandled(ctx, env.clone());
+            return self.actor.unhandled(ctx, whole(ctx, env));
         }
         let msg = decode::<A::Msg>(&env.kind, &env.body).map_err(Error::into_malformed)?;
         match self.behaviors.last() {
@@ -170,6 +173,15 @@ impl<A: Actor> Instance<A> {
             }
         }
         Ok(())
+    }
+}
+
+/// `env` with its sender, which the context holds, put back.
+fn whole(ctx: &Context, env: &Envelope) -> Envelope {
+    Envelope {
+        sender: ctx.sender().cloned(),
+        kind: env.kind.clone(),
+        body: env.body.clone(),
     }
 }
 
@@ -294,6 +306,8 @@ mod tests {
         }
 
         fn answered(&mut self, _ctx: &mut Context, id: u64, reply: Envelope) -> Result<()> {
+            // The reply comes whole: its sender is the ask's address, whose incarnation is the id.
+            assert_eq!(reply.sender.map(|s| s.incarnation), Some(id));
             self.answers.push((id, reply.kind));
             Ok(())
         }

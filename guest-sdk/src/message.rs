@@ -131,6 +131,34 @@ pub fn encode<M: Message>(msg: &M) -> Result<Vec<u8>> {
     encoded.map_err(|e| Error::msg(format!("cannot encode `{}`: {e}", M::KIND)))
 }
 
+/// Encodes `msg` into a buffer kept between calls and hands the bytes to `use_them`: sending
+/// a message allocates nothing once the buffer has grown to the messages' size. A call made
+/// while the buffer is in use (from `use_them`) encodes into a fresh one.
+pub(crate) fn with_encoded<M: Message, R>(msg: &M, use_them: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    /// A buffer grown past this is not kept, so one big message does not stay.
+    const KEEP: usize = 4096;
+    if M::ENCODING != Encoding::Postcard {
+        return Ok(use_them(&encode(msg)?));
+    }
+    BUFFER.with(|cell| {
+        let Ok(mut buffer) = cell.try_borrow_mut() else {
+            return Ok(use_them(&encode(msg)?));
+        };
+        buffer.clear();
+        let mut bytes = postcard::to_extend(msg, std::mem::take(&mut *buffer))
+            .map_err(|e| Error::msg(format!("cannot encode `{}`: {e}", M::KIND)))?;
+        let result = use_them(&bytes);
+        if bytes.capacity() <= KEEP {
+            bytes.clear();
+            *buffer = bytes;
+        }
+        Ok(result)
+    })
+}
+
 /// Decodes a body of the given kind as `M`, per `M::ENCODING`: fails if the kind is not
 /// `M::KIND`, or if the body is malformed or has trailing bytes (JSON allows trailing whitespace).
 pub fn decode<M: Message>(kind: &str, body: &[u8]) -> Result<M> {
