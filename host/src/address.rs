@@ -41,13 +41,17 @@ pub fn validate_name(name: &str) -> Result<(), AddressError> {
     if name == "." || name == ".." {
         return bad("`.` and `..` are not names");
     }
-    if name.contains('/') {
-        return bad("a name cannot contain `/`");
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "_.~:@+=-".contains(*c)))
-    {
+    // One pass over the bytes: every allowed character is ASCII, so the first byte that is
+    // not allowed starts the character to name (this runs on every send from outside).
+    let allowed = |b: &u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'_' | b'.' | b'~' | b':' | b'@' | b'+' | b'=' | b'-')
+    };
+    if let Some(at) = name.bytes().position(|b| !allowed(&b)) {
+        let c = name[at..].chars().next().unwrap_or_default();
+        if c == '/' {
+            return bad("a name cannot contain `/`");
+        }
         return Err(AddressError::InvalidName(
             name.to_owned(),
             format!("character {c:?} is not allowed (use A-Z a-z 0-9 _ . ~ : @ + = -)"),
@@ -203,6 +207,11 @@ mod tests {
         assert!(validate_name("..").is_err());
         assert!(validate_name("a b").is_err());
         assert!(validate_name(&"x".repeat(256)).is_err());
+        assert!(validate_name("A-z_0.9~:@+=").is_ok(), "every allowed character");
+        let says = |name: &str| validate_name(name).unwrap_err().to_string();
+        assert!(says("a/b").contains("cannot contain `/`"), "{}", says("a/b"));
+        assert!(says("caf\u{e9}").contains("'\u{e9}' is not allowed"), "{}", says("caf\u{e9}"));
+        assert!(says("a*").contains("'*' is not allowed"), "{}", says("a*"));
     }
 
     #[test]
