@@ -140,6 +140,7 @@ fn main() -> anyhow::Result<()> {
                 recovery(&args).await?;
                 activation(&args).await?;
                 upgrade(&args).await?;
+                languages(&args).await?;
                 versus::erlang(&args, &headline)
             }
             other => bail!(
