@@ -207,10 +207,21 @@ mod tests {
         assert!(validate_name("..").is_err());
         assert!(validate_name("a b").is_err());
         assert!(validate_name(&"x".repeat(256)).is_err());
-        assert!(validate_name("A-z_0.9~:@+=").is_ok(), "every allowed character");
+        assert!(
+            validate_name("A-z_0.9~:@+=").is_ok(),
+            "every allowed character"
+        );
         let says = |name: &str| validate_name(name).unwrap_err().to_string();
-        assert!(says("a/b").contains("cannot contain `/`"), "{}", says("a/b"));
-        assert!(says("caf\u{e9}").contains("'\u{e9}' is not allowed"), "{}", says("caf\u{e9}"));
+        assert!(
+            says("a/b").contains("cannot contain `/`"),
+            "{}",
+            says("a/b")
+        );
+        assert!(
+            says("caf\u{e9}").contains("'\u{e9}' is not allowed"),
+            "{}",
+            says("caf\u{e9}")
+        );
         assert!(says("a*").contains("'*' is not allowed"), "{}", says("a*"));
     }
 
