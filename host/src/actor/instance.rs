@@ -246,7 +246,7 @@ impl ActorInstance {
         let Envelope {
             sender, kind, body, ..
         } = envelope;
-        let result = match self.packed {
+        let (result, kind, body) = match self.packed {
             Some(func) => {
                 let mut packing = std::mem::take(&mut self.packing);
                 pack(sender.as_ref(), &kind, &body, &mut packing);
@@ -258,7 +258,7 @@ impl ActorInstance {
                 if packing.capacity() <= KEEP_PACKED {
                     self.packing = packing;
                 }
-                result.map(|(r,)| r)
+                (result.map(|(r,)| r), kind, body)
             }
             None => {
                 let msg = WitMessage {
@@ -274,10 +274,7 @@ impl ActorInstance {
                     self.usage.as_deref(),
                 )
                 .await;
-                let WitMessage {
-                    kind: k, body: b, ..
-                } = msg;
-                return self.received(result, k, b);
+                (result, msg.kind, msg.body)
             }
         };
         self.received(result, kind, body)
