@@ -66,6 +66,9 @@ struct Args {
     /// default is 1 MiB; a huge value keeps every module on the arena, for comparison).
     #[arg(long)]
     image_threshold: Option<u64>,
+    /// List compiled guest code in /tmp/perf-<pid>.map for `perf report`.
+    #[arg(long)]
+    perf_map: bool,
     /// Epoch tick in microseconds (the host default is 1000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
@@ -163,6 +166,7 @@ fn system_with(
 ) -> anyhow::Result<ActorSystem> {
     config.pooling(args.pooling);
     config.workers(args.threads);
+    config.perf_map(args.perf_map);
     if let Some(bytes) = args.image_threshold {
         config.image_threshold(bytes);
     }

@@ -34,6 +34,7 @@ pub struct HostConfig {
     pub(crate) legacy_owners: Vec<String>,
     pub(crate) max_module_bytes: u64,
     pub(crate) image_threshold: u64,
+    pub(crate) perf_map: bool,
     pub(crate) guest_log_queue: usize,
 }
 
@@ -64,6 +65,7 @@ impl Default for HostConfig {
             legacy_owners: Vec::new(),
             max_module_bytes: 64 << 20,
             image_threshold: 1 << 20,
+            perf_map: false,
             guest_log_queue: 8192,
         }
     }
@@ -235,6 +237,14 @@ impl HostConfig {
     /// per instance. `0` puts every module on images, `u64::MAX` none.
     pub fn image_threshold(&mut self, bytes: u64) -> &mut Self {
         self.image_threshold = bytes;
+        self
+    }
+
+    /// Whether compiled guest code is listed in `/tmp/perf-<pid>.map` (default off), so that
+    /// `perf report` names guest functions: a profiling aid. Guests keep their names only if
+    /// built without stripping (`CARGO_PROFILE_RELEASE_STRIP=false`).
+    pub fn perf_map(&mut self, enable: bool) -> &mut Self {
+        self.perf_map = enable;
         self
     }
 

@@ -77,6 +77,9 @@ pub(crate) fn build_engine(
         .async_stack_size(config.max_wasm_stack + config.async_stack)
         .memory_guard_size(0)
         .memory_reservation_for_growth(0);
+    if config.perf_map {
+        wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     if memory == MemoryStrategy::Image {
         let limit = config.memory_limit.next_multiple_of(WASM_PAGE) as u64;
         wasm.memory_reservation(limit).memory_init_cow(true);
