@@ -194,6 +194,19 @@ mod tests {
     }
 
     #[test]
+    fn with_a_perf_map_compiled_guest_code_is_listed_for_perf() {
+        let mut config = HostConfig::new();
+        config.perf_map(true);
+        let engine = build_engine(&config, MemoryStrategy::Arena).unwrap();
+        let wat = r#"(component (core module (func (export "guest_function_for_perf"))))"#;
+        let _component = wasmtime::component::Component::new(&engine, wat).unwrap();
+        let map = format!("/tmp/perf-{}.map", std::process::id());
+        let listed = std::fs::read_to_string(&map).unwrap_or_default();
+        let _ = std::fs::remove_file(&map);
+        assert!(listed.contains("wasm["), "{map}: {listed:?}");
+    }
+
+    #[test]
     fn bytes_that_do_not_parse_get_the_arena() {
         assert_eq!(strategy_for(b"not wasm at all", 0), MemoryStrategy::Arena);
         let mut cut = module_with_data(2 << 20);
