@@ -194,6 +194,23 @@ mod tests {
     }
 
     #[test]
+    fn an_image_memory_grows_in_place_up_to_the_memory_limit() {
+        let mut config = HostConfig::new();
+        config.memory_limit(4 << 20);
+        let engine = build_engine(&config, MemoryStrategy::Image).unwrap();
+        let wat = r#"(module (memory (export "m") 1) (data (i32.const 0) "image"))"#;
+        let module = wasmtime::Module::new(&engine, wat).unwrap();
+        let mut store = wasmtime::Store::new(&engine, ());
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let memory = instance.get_memory(&mut store, "m").unwrap();
+        let base = memory.data_ptr(&store);
+        // Up to the limit (64 pages of 64 KiB) the memory stays where its image is mapped.
+        memory.grow(&mut store, 63).unwrap();
+        assert_eq!(memory.data_ptr(&store), base);
+        assert_eq!(&memory.data(&store)[..5], b"image");
+    }
+
+    #[test]
     fn with_a_perf_map_compiled_guest_code_is_listed_for_perf() {
         let mut config = HostConfig::new();
         config.perf_map(true);
