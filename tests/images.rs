@@ -95,3 +95,28 @@ async fn a_memory_bomb_on_an_image_hits_the_limit_and_harms_no_neighbour() {
     assert_eq!(echo, Crash::Echo(1));
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_loop_on_an_image_is_preempted_and_hits_the_cpu_deadline() {
+    // The epoch ticker ticks the image engine too: without it this loop would never yield.
+    let mut config = HostConfig::new();
+    config
+        .image_threshold(0)
+        .cpu_deadline(std::time::Duration::from_millis(300));
+    let system = system_configured(config, &["crasher"]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("spin", "crasher", b"").unwrap();
+    system.spawn("other", "crasher", b"").unwrap();
+    tell(&system, "/user/spin", &Crash::Spin);
+    // While it spins, its neighbour on the same engine answers.
+    let echo: Crash = ask_as(&system, "/user/other", &Crash::Bump).await;
+    assert_eq!(echo, Crash::Echo(1));
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(
+        decision.kind,
+        FailureKind::CpuDeadline,
+        "{}",
+        decision.error
+    );
+    system.shutdown().await.unwrap();
+}
