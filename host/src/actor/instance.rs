@@ -156,7 +156,7 @@ impl ActorInstance {
             Ok(instance) => instance,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
         };
-        let bindings = match ActorWorld::new(&mut store, &instance) {
+        let bindings = match module.indices.load(&mut store, &instance) {
             Ok(bindings) => bindings,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
         };

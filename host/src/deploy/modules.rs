@@ -29,7 +29,7 @@ use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT
 use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
-use crate::sandbox::bindings::ActorWorldPre;
+use crate::sandbox::bindings::{ActorWorldIndices, ActorWorldPre};
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
 use crate::storage::Database;
 
@@ -52,6 +52,8 @@ pub(crate) struct Module {
     /// What it was granted beyond the defaults.
     pub(crate) grants: Vec<String>,
     pub(crate) pre: ActorWorldPre<ActorState>,
+    /// Where its `actor` exports are, found once here rather than by name at every spawn.
+    pub(crate) indices: ActorWorldIndices,
     /// The `supervise` function, if the component exports `supervisor`.
     pub(crate) supervise: Option<ComponentExportIndex>,
     /// The state hooks, if the component exports `upgrade`.
@@ -423,6 +425,7 @@ fn prepare(
         .linker
         .instantiate_pre(component)
         .map_err(mismatch)?;
+    let indices = ActorWorldIndices::new(&pre).map_err(mismatch)?;
     let pre = ActorWorldPre::new(pre).map_err(mismatch)?;
     let export = |iface: &str, func: &str| {
         component
@@ -445,6 +448,7 @@ fn prepare(
         hash: Arc::from(hash),
         grants: grants.to_vec(),
         pre,
+        indices,
         supervise: export(SUPERVISOR_EXPORT, "supervise"),
         upgrade,
         packed_receive: export(PACKED_RECEIVE_EXPORT, "receive"),
