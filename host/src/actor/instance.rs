@@ -147,12 +147,7 @@ impl ActorInstance {
             failure: Failure::new(FailureKind::Instantiation, format!("{what}: {e:#}")),
             state: Box::new(store.into_data()),
         };
-        let instance = match module
-            .pre
-            .instance_pre()
-            .instantiate_async(&mut store)
-            .await
-        {
+        let instance = match module.pre.instantiate_async(&mut store).await {
             Ok(instance) => instance,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
         };

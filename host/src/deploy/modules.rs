@@ -22,14 +22,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, ComponentExportIndex, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
 use super::cache::{CompiledCache, ModuleStats};
 use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
 use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
-use crate::sandbox::bindings::{ActorWorldIndices, ActorWorldPre};
+use crate::sandbox::bindings::ActorWorldIndices;
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
 use crate::storage::Database;
 
@@ -51,7 +51,8 @@ pub(crate) struct Module {
     pub(crate) hash: Arc<str>,
     /// What it was granted beyond the defaults.
     pub(crate) grants: Vec<String>,
-    pub(crate) pre: ActorWorldPre<ActorState>,
+    /// The component linked against the host's capabilities, ready to instantiate.
+    pub(crate) pre: InstancePre<ActorState>,
     /// Where its `actor` exports are, found once here rather than by name at every spawn.
     pub(crate) indices: ActorWorldIndices,
     /// The `supervise` function, if the component exports `supervisor`.
@@ -426,7 +427,6 @@ fn prepare(
         .instantiate_pre(component)
         .map_err(mismatch)?;
     let indices = ActorWorldIndices::new(&pre).map_err(mismatch)?;
-    let pre = ActorWorldPre::new(pre).map_err(mismatch)?;
     let export = |iface: &str, func: &str| {
         component
             .get_export_index(None, iface)
