@@ -177,15 +177,12 @@ pub(crate) fn check_packed_receive(
         return Ok(());
     };
     let func = match export.ty {
-        ComponentItem::ComponentInstance(instance) => {
-            match instance.get_export(engine, "receive") {
-                Some(item) => match item.ty {
-                    ComponentItem::ComponentFunc(func) => Some(func),
-                    _ => None,
-                },
-                None => None,
-            }
-        }
+        ComponentItem::ComponentInstance(instance) => instance
+            .get_export(engine, "receive")
+            .and_then(|item| match item.ty {
+                ComponentItem::ComponentFunc(func) => Some(func),
+                _ => None,
+            }),
         _ => None,
     };
     let fits = func.is_some_and(|func| {
