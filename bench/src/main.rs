@@ -321,11 +321,9 @@ async fn native_ping_pong(messages: u32) -> f64 {
     elapsed
 }
 
+/// Resident memory of this process.
 fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
+    proc_kb("status", "VmRSS")
 }
 
 /// A `kB` field of a `/proc/self` file (`smaps_rollup`, `status`), in bytes.
