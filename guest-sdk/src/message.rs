@@ -128,7 +128,12 @@ pub fn encode<M: Message>(msg: &M) -> Result<Vec<u8>> {
         Encoding::Postcard => postcard::to_allocvec(msg).map_err(|e| e.to_string()),
         Encoding::Json => serde_json::to_vec(msg).map_err(|e| e.to_string()),
     };
-    encoded.map_err(|e| Error::msg(format!("cannot encode `{}`: {e}", M::KIND)))
+    encoded.map_err(cannot_encode::<M>)
+}
+
+/// The error of a message `M` that cannot be encoded.
+fn cannot_encode<M: Message>(e: impl std::fmt::Display) -> Error {
+    Error::msg(format!("cannot encode `{}`: {e}", M::KIND))
 }
 
 /// Encodes `msg` into a buffer kept between calls and hands the bytes to `use_them`: sending
@@ -148,8 +153,8 @@ pub(crate) fn with_encoded<M: Message, R>(msg: &M, use_them: impl FnOnce(&[u8]) 
             return Ok(use_them(&encode(msg)?));
         };
         buffer.clear();
-        let mut bytes = postcard::to_extend(msg, std::mem::take(&mut *buffer))
-            .map_err(|e| Error::msg(format!("cannot encode `{}`: {e}", M::KIND)))?;
+        let mut bytes =
+            postcard::to_extend(msg, std::mem::take(&mut *buffer)).map_err(cannot_encode::<M>)?;
         let result = use_them(&bytes);
         if bytes.capacity() <= KEEP {
             bytes.clear();
