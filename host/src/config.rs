@@ -35,6 +35,8 @@ pub struct HostConfig {
     pub(crate) max_module_bytes: u64,
     pub(crate) image_threshold: u64,
     pub(crate) perf_map: bool,
+    pub(crate) meter_cpu: bool,
+    pub(crate) metrics_top: usize,
     pub(crate) guest_log_queue: usize,
 }
 
@@ -66,6 +68,8 @@ impl Default for HostConfig {
             max_module_bytes: 64 << 20,
             image_threshold: 1 << 20,
             perf_map: false,
+            meter_cpu: false,
+            metrics_top: 10,
             guest_log_queue: 8192,
         }
     }
@@ -245,6 +249,21 @@ impl HostConfig {
     /// built without stripping (`CARGO_PROFILE_RELEASE_STRIP=false`).
     pub fn perf_map(&mut self, enable: bool) -> &mut Self {
         self.perf_map = enable;
+        self
+    }
+
+    /// Whether every actor's CPU time is measured (default off): the metrics and the dashboard
+    /// show it. Off, only actors whose module imports `clock` (which can read it) are measured:
+    /// two clock reads per guest call, about 3% of a ping-pong message.
+    pub fn meter_cpu(&mut self, enable: bool) -> &mut Self {
+        self.meter_cpu = enable;
+        self
+    }
+
+    /// How many of the busiest actors (by messages received) the metrics show one by one, beside
+    /// the per-module sums (default 10); more on request, by path.
+    pub fn metrics_top(&mut self, actors: usize) -> &mut Self {
+        self.metrics_top = actors;
         self
     }
 

@@ -65,6 +65,7 @@ mod message;
 mod quota;
 mod sandbox;
 mod sched;
+mod stats;
 mod storage;
 mod system;
 
@@ -107,5 +108,6 @@ pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
+pub use stats::StatsSnapshot;
 pub use storage::{CommitStats, SCHEMA_VERSION};
-pub use system::{ActorInfo, ActorSystem, Probe};
+pub use system::{ActorInfo, ActorSystem, MetricsQuery, Probe};

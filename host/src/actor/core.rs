@@ -15,8 +15,9 @@ use crate::error::{AddressError, SpawnError};
 use crate::kernel::Kernel;
 use crate::kernel::spawn::{Limits, Lineage, SpawnRequest};
 use crate::message::Envelope;
-use crate::quota::{Quota, Quotas, Refusals};
-use crate::sandbox::meter::{Meter, Usage};
+use crate::quota::{Quota, Quotas};
+use crate::sandbox::meter::Meter;
+use crate::stats::ActorStats;
 
 /// The core of one actor instance's store data.
 pub(crate) struct ActorCore {
@@ -28,8 +29,8 @@ pub(crate) struct ActorCore {
     /// What its module was granted beyond the defaults (`wasi:http`).
     pub(crate) grants: Arc<[String]>,
     pub(crate) limits: Limits,
-    /// What the actor was refused so far, by quota.
-    pub(crate) refusals: Arc<Refusals>,
+    /// What the actor has done and used so far, its refusals among them.
+    pub(crate) stats: Arc<ActorStats>,
     /// Its count of live descendants, and its ancestors'.
     pub(crate) lineage: Arc<Lineage>,
     /// Set by `reject` inside `receive`: the message becomes a dead letter with this reason.
@@ -87,14 +88,14 @@ impl ActorCore {
         parent: Option<Address>,
         module: Arc<str>,
         limits: Limits,
-        account: (Arc<Usage>, Arc<Refusals>, Arc<Lineage>),
+        account: (Arc<ActorStats>, Arc<Lineage>),
     ) -> Self {
-        let (usage, refusals, lineage) = account;
+        let (stats, lineage) = account;
         let config = &kernel.config;
         let slice = config
             .epoch_tick
             .saturating_mul(u32::try_from(config.time_slice_ticks).unwrap_or(u32::MAX));
-        let meter = Meter::new(limits.memory, limits.cpu_deadline, slice, usage);
+        let meter = Meter::new(limits.memory, limits.cpu_deadline, slice, stats.clone());
         ActorCore {
             kernel,
             me,
@@ -102,7 +103,7 @@ impl ActorCore {
             module,
             grants: Arc::new([]),
             limits,
-            refusals,
+            stats,
             lineage,
             rejected: None,
             current_sender: None,
@@ -126,11 +127,7 @@ impl ActorCore {
             self.parent.clone(),
             self.module.clone(),
             self.limits,
-            (
-                self.meter.usage.clone(),
-                self.refusals.clone(),
-                self.lineage.clone(),
-            ),
+            (self.stats.clone(), self.lineage.clone()),
         );
         next.grants = self.grants.clone();
         next.children = self.children.clone();
@@ -146,7 +143,7 @@ impl ActorCore {
 
     /// Counts a refusal of `quota` and gives it back.
     pub(crate) fn refuse(&self, quota: Quota) -> Quota {
-        self.refusals.count(quota)
+        self.stats.refusals.count(quota)
     }
 
     /// Checks a topic, group or other name against the length bound, counting a refusal.
@@ -180,6 +177,7 @@ impl ActorCore {
 
     /// Sends `envelope` now, or when the step commits.
     pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
+        self.stats.sent.bump();
         self.step.send(&self.kernel, path, incarnation, envelope);
     }
 

@@ -20,8 +20,9 @@ use crate::sandbox::bindings::{
     ActorWorld, WitAddress, WitDirective, WitFailureKind, WitMessage, from_wit_directive,
     to_wit_address, to_wit_address_of, to_wit_failure_kind, to_wit_stop_reason,
 };
-use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
+use crate::sandbox::meter::{CpuDeadlineExceeded, Metered};
 use crate::sandbox::packed::pack;
+use crate::stats::ActorStats;
 
 /// The longest failure text kept, in bytes.
 const MAX_FAILURE_TEXT: usize = 4096;
@@ -118,7 +119,7 @@ pub(crate) struct ActorInstance {
     /// The buffer messages are packed into for it.
     packing: Vec<u8>,
     /// Where its calls' time is charged, if its module can read it.
-    usage: Option<Arc<Usage>>,
+    usage: Option<Arc<ActorStats>>,
     slice_ticks: u64,
     epochs: bool,
     /// Set once a call trapped: the instance can no longer be entered.
@@ -131,8 +132,9 @@ impl ActorInstance {
         let engine = module.pre.engine().clone();
         let config = &state.core.kernel.config;
         let (slice_ticks, epochs) = (config.time_slice_ticks, config.epoch_interruption);
-        // Only an actor that can read its CPU time pays for measuring it.
-        let usage = module.metered.then(|| state.core.meter.usage.clone());
+        // Only an actor that can read its CPU time pays for measuring it, unless the host
+        // meters every actor (for its metrics).
+        let usage = (module.metered || config.meter_cpu).then(|| state.core.stats.clone());
         let mut store = Store::new(&engine, state);
         store.limiter(|state| &mut state.core.meter);
         if epochs {
@@ -227,7 +229,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_start(&mut self.store, init),
-            self.usage.as_deref(),
+            self.usage.as_deref().map(|s| &s.usage),
         )
         .await;
         self.flatten(result)
@@ -249,7 +251,7 @@ impl ActorInstance {
                 // SAFETY: `func` was type-checked as this signature when the instance was made.
                 let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
                 let call = typed.call_async(&mut self.store, (&packing[..],));
-                let result = Metered::new(call, self.usage.as_deref()).await;
+                let result = Metered::new(call, self.usage.as_deref().map(|s| &s.usage)).await;
                 if packing.capacity() <= KEEP_PACKED {
                     self.packing = packing;
                 }
@@ -266,7 +268,7 @@ impl ActorInstance {
                     self.bindings
                         .mote_actor_actor()
                         .call_receive(&mut self.store, &msg),
-                    self.usage.as_deref(),
+                    self.usage.as_deref().map(|s| &s.usage),
                 )
                 .await;
                 (result, msg.kind, msg.body)
@@ -310,7 +312,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_stopping(&mut self.store, &reason),
-            self.usage.as_deref(),
+            self.usage.as_deref().map(|s| &s.usage),
         )
         .await;
         self.flatten(result.map(Ok))
@@ -334,7 +336,7 @@ impl ActorInstance {
         );
         match Metered::new(
             func.call_async(&mut self.store, args),
-            self.usage.as_deref(),
+            self.usage.as_deref().map(|s| &s.usage),
         )
         .await
         {
@@ -354,7 +356,12 @@ impl ActorInstance {
             return Ok(None);
         };
         self.begin_call();
-        match Metered::new(save.call_async(&mut self.store, ()), self.usage.as_deref()).await {
+        match Metered::new(
+            save.call_async(&mut self.store, ()),
+            self.usage.as_deref().map(|s| &s.usage),
+        )
+        .await
+        {
             Ok((state,)) => Ok(state),
             Err(trap) => Err(self.trapped(&trap, "save-state: ")),
         }
@@ -367,7 +374,7 @@ impl ActorInstance {
         };
         self.begin_call();
         let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
-        let result = Metered::new(call, self.usage.as_deref())
+        let result = Metered::new(call, self.usage.as_deref().map(|s| &s.usage))
             .await
             .map(|(r,)| r);
         self.flatten(result)

@@ -25,7 +25,7 @@ use super::lane::{LaneReceiver, LaneSender, TryRecvError, lane};
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
-use crate::quota::Refusals;
+use crate::stats::ActorStats;
 
 /// Urgent messages taken in a row before a waiting ordinary one gets its turn.
 pub(crate) const URGENT_RUN: u32 = 16;
@@ -227,7 +227,7 @@ pub(crate) struct ActorRef {
     pub(crate) depth: Arc<Depth>,
     pub(crate) capacity: Capacity,
     /// What the actor was refused, by quota (`None` for host endpoints).
-    pub(crate) refusals: Option<Arc<Refusals>>,
+    pub(crate) stats: Option<Arc<ActorStats>>,
 }
 
 /// The receiving side, owned by the actor's cell.
@@ -250,10 +250,10 @@ pub(crate) fn mailbox(
     let (urgent_tx, urgent_rx) = lane();
     let (system_tx, system_rx) = lane();
     let depth = Arc::new(Depth::default());
-    let refusals = labels.is_some().then(Arc::default);
+    let stats = labels.is_some().then(Arc::default);
     let handle = ActorRef {
         address,
-        refusals,
+        stats,
         module: labels.as_ref().map(|(name, _)| name.clone()),
         version: labels.map(|(_, version)| Arc::new(RwLock::new(version))),
         user: user_tx,

@@ -39,10 +39,11 @@ use crate::address::Address;
 use crate::error::HostError;
 use crate::kernel::Kernel;
 use crate::message::Envelope;
-use crate::quota::{Quota, Refusals};
+use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::callouts::{
     self, CalloutError, Request as WitRequest, Response as WitResponse,
 };
+use crate::stats::ActorStats;
 
 /// The kind of the host message that says a call-out ended; its body is the id (u64 LE).
 pub const HTTP_RESPONSE_KIND: &str = "mote.http.response";
@@ -394,7 +395,7 @@ struct Start {
     runtime: tokio::runtime::Handle,
     kernel: Weak<Kernel>,
     me: Address,
-    refusals: Arc<Refusals>,
+    stats: Arc<ActorStats>,
 }
 
 impl Deferred for Start {
@@ -416,7 +417,7 @@ impl Deferred for Start {
             self.id,
             self.kernel.clone(),
             self.me.clone(),
-            self.refusals.clone(),
+            self.stats.clone(),
         );
         *slot = Slot::Running(self.runtime.spawn(run).abort_handle());
     }
@@ -440,11 +441,11 @@ async fn run(
     id: u64,
     kernel: Weak<Kernel>,
     me: Address,
-    refusals: Arc<Refusals>,
+    stats: Arc<ActorStats>,
 ) {
     let outcome = exchange(prepared).await;
     if matches!(outcome, Err(CalloutError::TooLarge(_))) {
-        refusals.count(Quota::CalloutBody);
+        stats.refusals.count(Quota::CalloutBody);
     }
     if let Err(error) = &outcome {
         tracing::debug!(actor = %me, id, ?error, "call-out failed");
@@ -508,7 +509,7 @@ impl callouts::Host for Call<'_, Callouts> {
             runtime,
             kernel: Arc::downgrade(&self.actor.kernel),
             me: self.actor.me.clone(),
-            refusals: self.actor.refusals.clone(),
+            stats: self.actor.stats.clone(),
         };
         self.actor.step.defer(&self.actor.kernel, start);
         Ok(id)

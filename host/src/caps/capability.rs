@@ -88,6 +88,10 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
     /// The kernel is gone: end background work.
     fn closed(&self) {}
 
+    /// A scrape of the host's metrics: register what this capability counts (pending timers,
+    /// asks, commits...), with the values of now, under the `mote_` prefix.
+    fn metrics(&self, _registry: &mut prometheus_client::registry::Registry) {}
+
     // An actor's life.
 
     /// The actor's instance failed and is being taken down for a restart.
@@ -346,6 +350,12 @@ macro_rules! capabilities {
             pub(crate) fn closed(&self) {
                 use $crate::caps::capability::Capability as _;
                 $(self.$field.closed();)*
+            }
+
+            /// Lets every capability register its metrics for one scrape.
+            pub(crate) fn metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+                use $crate::caps::capability::Capability as _;
+                $(self.$field.metrics(registry);)*
             }
 
             /// An actor's instance is taken down for a restart.

@@ -12,7 +12,7 @@ use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Prov
 use crate::actor::core::ActorCore;
 use crate::error::HostError;
 use crate::sandbox::bindings::mote::actor::clock;
-use crate::sandbox::meter::nanos;
+use crate::stats::nanos;
 
 /// The capability behind the `clock` interface. It keeps no state: the readings come from the
 /// actor's meter.
@@ -35,10 +35,10 @@ impl Capability for Clock {
 
 impl clock::Host for Call<'_, Clock> {
     fn since_start(&mut self) -> u64 {
-        nanos(self.actor.meter.usage.age())
+        nanos(self.actor.stats.usage.age())
     }
 
     fn cpu_time(&mut self) -> u64 {
-        nanos(self.actor.meter.usage.cpu())
+        nanos(self.actor.stats.usage.cpu())
     }
 }

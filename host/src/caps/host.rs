@@ -118,7 +118,11 @@ impl host::Host for Call<'_, Host> {
 
     fn log(&mut self, level: LogLevel, message: String) {
         let actor = &self.actor;
-        if !actor.refusals.admit_log(actor.quotas(), &actor.me.path) {
+        if !actor
+            .stats
+            .refusals
+            .admit_log(actor.quotas(), &actor.me.path)
+        {
             return;
         }
         let message = actor.quotas().log_line(&message);

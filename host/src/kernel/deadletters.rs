@@ -44,6 +44,28 @@ pub enum DeadLetterReason {
     Rejected,
 }
 
+impl DeadLetterReason {
+    /// Every reason, in the order of their counts.
+    pub const ALL: [DeadLetterReason; 5] = [
+        DeadLetterReason::NoActor,
+        DeadLetterReason::StaleIncarnation,
+        DeadLetterReason::Stopped,
+        DeadLetterReason::MailboxFull,
+        DeadLetterReason::Rejected,
+    ];
+
+    /// Its short name, as metrics label it (`no-actor`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DeadLetterReason::NoActor => "no-actor",
+            DeadLetterReason::StaleIncarnation => "stale-incarnation",
+            DeadLetterReason::Stopped => "stopped",
+            DeadLetterReason::MailboxFull => "mailbox-full",
+            DeadLetterReason::Rejected => "rejected",
+        }
+    }
+}
+
 impl std::fmt::Display for DeadLetterReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -59,6 +81,8 @@ impl std::fmt::Display for DeadLetterReason {
 /// The dead-letter office of one system.
 pub(crate) struct DeadLetters {
     count: AtomicU64,
+    /// Of them, by reason (in the order of [`DeadLetterReason::ALL`]).
+    by_reason: [AtomicU64; DeadLetterReason::ALL.len()],
     tx: broadcast::Sender<DeadLetter>,
 }
 
@@ -66,6 +90,7 @@ impl DeadLetters {
     pub(crate) fn new() -> Self {
         DeadLetters {
             count: AtomicU64::new(0),
+            by_reason: Default::default(),
             tx: broadcast::channel(4096).0,
         }
     }
@@ -73,6 +98,7 @@ impl DeadLetters {
     /// Records one dead letter.
     pub(crate) fn post(&self, envelope: Envelope, target: String, reason: DeadLetterReason) {
         let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        self.by_reason[reason as usize].fetch_add(1, Ordering::Relaxed);
         let sender = envelope
             .sender
             .as_ref()
@@ -93,6 +119,14 @@ impl DeadLetters {
 
     pub(crate) fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Dead letters so far, by reason.
+    pub(crate) fn by_reason(&self) -> impl Iterator<Item = (DeadLetterReason, u64)> + '_ {
+        DeadLetterReason::ALL
+            .into_iter()
+            .zip(&self.by_reason)
+            .map(|(r, n)| (r, n.load(Ordering::Relaxed)))
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<DeadLetter> {

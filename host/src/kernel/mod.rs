@@ -18,6 +18,7 @@ mod delivery;
 pub(crate) mod guardian;
 pub(crate) mod registry;
 pub(crate) mod spawn;
+pub(crate) mod tally;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -27,6 +28,7 @@ use self::deadletters::DeadLetters;
 use self::guardian::Guardian;
 use self::registry::Registry;
 use self::spawn::SpawnRequest;
+use self::tally::Tally;
 use crate::actor::mailbox::{self, ActorRef, Capacity, Labels, Mailbox, SystemMsg, UserMsg};
 use crate::actor::supervisor::FailureKind;
 use crate::address::{ActorPath, Address};
@@ -102,6 +104,8 @@ pub(crate) struct Kernel {
     pub(crate) registry: Registry,
     pub(crate) dead_letters: DeadLetters,
     pub(crate) guardian: Guardian,
+    /// Counts kept for the metrics across the lives of actors.
+    pub(crate) tally: Tally,
     next_incarnation: AtomicU64,
     shutting_down: AtomicBool,
     extensions: OnceLock<Arc<dyn Extensions>>,
@@ -116,6 +120,7 @@ impl Kernel {
             runtime,
             registry: Registry::default(),
             dead_letters: DeadLetters::new(),
+            tally: Tally::default(),
             next_incarnation: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             extensions: OnceLock::new(),
@@ -220,6 +225,7 @@ impl Kernel {
             }
             return Err(SpawnError::NameTaken(taken.address.path.to_string()));
         }
+        self.tally.spawned();
         Ok((handle, mailbox))
     }
 
@@ -261,6 +267,9 @@ impl Kernel {
         kind: FailureKind,
         error: String,
     ) {
+        if let Some(module) = &me.module {
+            self.tally.failed(module, kind);
+        }
         let Some(parent) = parent else {
             let (directive, delay) = self.guardian.decide(&me.address, kind, &error);
             me.signal(SystemMsg::Directive {

@@ -108,6 +108,15 @@ impl Registry {
             .count()
     }
 
+    /// Runs `f` on every live entry (each once: aliases are left out), in no order, under the
+    /// read lock: senders go on, spawns and stops wait until it returns.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&ActorRef)) {
+        let map = self.by_path.read().unwrap_or_else(|p| p.into_inner());
+        map.iter()
+            .filter(|(path, a)| **path == a.address.path)
+            .for_each(|(_, a)| f(a));
+    }
+
     /// All live entries, sorted by path (each once: aliases are left out).
     pub(crate) fn snapshot(&self) -> Vec<ActorRef> {
         let mut all: Vec<ActorRef> = self

@@ -12,11 +12,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
+
+use crate::stats::{ActorStats, Usage};
 
 /// A call ran past its CPU deadline (the error the epoch callback ends the call with).
 #[derive(Debug, thiserror::Error)]
@@ -33,8 +35,8 @@ pub(crate) struct Meter {
     slices_used: u64,
     /// Set when the guest tried to grow its memory past the limit.
     memory_hit: bool,
-    /// What this incarnation has used so far, over all its instances.
-    pub(crate) usage: std::sync::Arc<Usage>,
+    /// What this incarnation has done and used so far, over all its instances.
+    pub(crate) stats: Arc<ActorStats>,
 }
 
 impl Meter {
@@ -43,7 +45,7 @@ impl Meter {
         memory_limit: usize,
         cpu_deadline: Duration,
         slice: Duration,
-        usage: std::sync::Arc<Usage>,
+        stats: Arc<ActorStats>,
     ) -> Self {
         Meter {
             memory_limit,
@@ -51,7 +53,7 @@ impl Meter {
             slice,
             slices_used: 0,
             memory_hit: false,
-            usage,
+            stats,
         }
     }
 
@@ -92,6 +94,7 @@ impl ResourceLimiter for Meter {
                 self.memory_limit
             );
         }
+        self.stats.usage.set_memory(desired);
         Ok(true)
     }
 
@@ -103,70 +106,6 @@ impl ResourceLimiter for Meter {
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 1 << 20)
     }
-}
-
-/// The time one actor incarnation has lived and run, shared by its instances (a restart or an
-/// upgrade keeps counting).
-///
-/// Every poll of a guest call reads the clock twice, so the clock is `quanta`'s: the CPU's
-/// time-stamp counter, calibrated against the OS clock (a few ns a read where `std`'s
-/// `Instant` costs ~25 ns), falling back to the OS clock where there is no usable counter.
-#[derive(Debug)]
-pub(crate) struct Usage {
-    born: quanta::Instant,
-    /// Nanoseconds of completed runs (polls) of its calls.
-    cpu_ns: AtomicU64,
-    /// When the run in progress began, in nanoseconds after `born` plus one; 0 between runs.
-    running_since: AtomicU64,
-}
-
-impl Usage {
-    /// A fresh account, born now.
-    pub(crate) fn new() -> Self {
-        Usage {
-            born: quanta::Instant::now(),
-            cpu_ns: AtomicU64::new(0),
-            running_since: AtomicU64::new(0),
-        }
-    }
-
-    /// Time since the incarnation was spawned.
-    pub(crate) fn age(&self) -> Duration {
-        self.born.elapsed()
-    }
-
-    /// Time its calls have run so far, including the run in progress.
-    pub(crate) fn cpu(&self) -> Duration {
-        let done = self.cpu_ns.load(Ordering::Relaxed);
-        let since = self.running_since.load(Ordering::Relaxed);
-        let current = match since {
-            0 => 0,
-            start => nanos(self.born.elapsed()).saturating_sub(start - 1),
-        };
-        Duration::from_nanos(done.saturating_add(current))
-    }
-
-    fn start_run(&self) -> quanta::Instant {
-        let now = quanta::Instant::now();
-        let since = nanos(now.duration_since(self.born)).saturating_add(1);
-        self.running_since.store(since, Ordering::Relaxed);
-        now
-    }
-
-    fn end_run(&self, began: quanta::Instant) {
-        self.running_since.store(0, Ordering::Relaxed);
-        // One writer (the actor's own task): no read-modify-write needed.
-        let done = self.cpu_ns.load(Ordering::Relaxed);
-        self.cpu_ns.store(
-            done.saturating_add(nanos(began.elapsed())),
-            Ordering::Relaxed,
-        );
-    }
-}
-
-/// A duration in whole nanoseconds, saturating.
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// A guest call whose every run (poll) is charged to a [`Usage`], if it has one.
@@ -206,12 +145,11 @@ mod tests {
 
     #[test]
     fn the_cpu_deadline_counts_whole_slices_of_one_call() {
-        let usage = std::sync::Arc::new(Usage::new());
         let mut meter = Meter::new(
             1 << 20,
             Duration::from_millis(25),
             Duration::from_millis(10),
-            usage,
+            Arc::default(),
         );
         meter.begin_call();
         assert!(meter.charge_slice().is_ok());
@@ -226,35 +164,22 @@ mod tests {
 
     #[test]
     fn growing_past_the_memory_limit_is_refused_and_remembered() {
-        let usage = std::sync::Arc::new(Usage::new());
+        let stats = Arc::new(ActorStats::default());
         let mut meter = Meter::new(
             4096,
             Duration::from_secs(1),
             Duration::from_millis(10),
-            usage,
+            stats.clone(),
         );
         assert!(meter.memory_growing(0, 4096, None).unwrap());
         assert_eq!(meter.memory_hit(), None);
+        assert_eq!(
+            stats.usage.memory_bytes(),
+            4096,
+            "the size it grew to is shown"
+        );
         assert!(meter.memory_growing(4096, 8192, None).is_err());
         assert_eq!(meter.memory_hit(), Some(4096));
-    }
-
-    #[test]
-    fn only_running_time_is_charged() {
-        let usage = Usage::new();
-        assert_eq!(usage.cpu(), Duration::ZERO);
-        let began = usage.start_run();
-        let busy = std::time::Instant::now();
-        while busy.elapsed() < Duration::from_millis(5) {}
-        assert!(
-            usage.cpu() >= Duration::from_millis(5),
-            "a run in progress counts"
-        );
-        usage.end_run(began);
-        let after_run = usage.cpu();
-        assert!(after_run >= Duration::from_millis(5));
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(usage.cpu(), after_run, "time between runs is not charged");
-        assert!(usage.age() >= after_run + Duration::from_millis(20));
+        assert_eq!(stats.usage.memory_bytes(), 4096, "a refused growth is not");
     }
 }

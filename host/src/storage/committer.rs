@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
+use prometheus_client::metrics::histogram::Histogram;
 use redb::{Durability, WriteTransaction};
 use tokio::sync::oneshot;
 
@@ -39,7 +41,8 @@ pub(crate) type Finish = Box<dyn Fn(&WriteTransaction) -> Result<(), DatabaseErr
 pub(crate) type Committed = Result<(), Arc<DatabaseError>>;
 
 enum Job {
-    Durable(Box<dyn Write>, oneshot::Sender<Committed>),
+    /// A write, when it was handed over, and who waits for it.
+    Durable(Box<dyn Write>, Instant, oneshot::Sender<Committed>),
     Lazy(Box<dyn Write>),
     Flush(oneshot::Sender<()>),
 }
@@ -60,11 +63,27 @@ pub(crate) struct Committer {
     counters: Arc<Counters>,
 }
 
-#[derive(Default)]
 struct Counters {
     writes: AtomicU64,
     transactions: AtomicU64,
+    /// Seconds from handing a durable write over to its answer.
+    latency: Histogram,
 }
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            writes: AtomicU64::default(),
+            transactions: AtomicU64::default(),
+            latency: Histogram::new(LATENCY_BUCKETS),
+        }
+    }
+}
+
+/// The upper bounds of the commit latency histogram's buckets, in seconds: 100 µs to 2.5 s.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
 
 impl Committer {
     /// Starts the committer thread for `db`; at most `max_batch` durable writes share a
@@ -98,7 +117,7 @@ impl Committer {
     /// Commits a durable write; resolves once it is durable (or failed).
     pub(crate) async fn commit(&self, write: Box<dyn Write>) -> Committed {
         let (reply, done) = oneshot::channel();
-        if !self.send(Job::Durable(write, reply)) {
+        if !self.send(Job::Durable(write, Instant::now(), reply)) {
             return Err(Arc::new(DatabaseError::Closed));
         }
         done.await
@@ -124,6 +143,12 @@ impl Committer {
             steps: self.counters.writes.load(Ordering::Relaxed),
             transactions: self.counters.transactions.load(Ordering::Relaxed),
         }
+    }
+
+    /// How long durable writes waited for their answer, in seconds (a handle on the live
+    /// histogram).
+    pub(crate) fn latency(&self) -> Histogram {
+        self.counters.latency.clone()
     }
 
     /// Writes what is queued and stops the thread.
@@ -157,7 +182,7 @@ fn run(
         let mut next = Some(first);
         while let Some(job) = next.take() {
             match job {
-                Job::Durable(write, reply) => durable.push((write, reply)),
+                Job::Durable(write, at, reply) => durable.push((write, at, reply)),
                 Job::Lazy(write) => lazy.push(write),
                 Job::Flush(reply) => flushes.push(reply),
             }
@@ -178,7 +203,8 @@ fn run(
             }
             Ok(()) => {}
         }
-        for (_, reply) in durable {
+        for (_, at, reply) in durable {
+            counters.latency.observe(at.elapsed().as_secs_f64());
             let _ = reply.send(result.clone());
         }
         for reply in flushes {
@@ -191,7 +217,7 @@ fn run(
 /// for it.
 fn write(
     db: &Database,
-    durable: &[(Box<dyn Write>, oneshot::Sender<Committed>)],
+    durable: &[(Box<dyn Write>, Instant, oneshot::Sender<Committed>)],
     lazy: &[Box<dyn Write>],
     flush: bool,
     finish: &Finish,
@@ -206,7 +232,7 @@ fn write(
     for write in lazy {
         write.apply(&txn)?;
     }
-    for (write, _) in durable {
+    for (write, _, _) in durable {
         write.apply(&txn)?;
     }
     finish(&txn)?;

@@ -2,17 +2,21 @@
 //! program, a test) deploys, spawns, sends, stops and shuts down. It wires the layers together
 //! at start (engine, capabilities, module registry, kernel) and otherwise only delegates.
 
+mod metrics;
 mod outside;
 mod probe;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
+pub use self::metrics::MetricsQuery;
+use self::metrics::Upgrades;
 use self::outside::{check_outside, tell_outside};
 pub use self::probe::Probe;
 use crate::actor::launch::Launcher;
@@ -37,6 +41,7 @@ use crate::message::{Envelope, StopReason};
 use crate::quota::Quota;
 use crate::sandbox::engine::{EpochTicker, MemoryStrategy, build_engine};
 use crate::sched::Scheduler;
+use crate::stats::StatsSnapshot;
 use crate::storage::{CommitStats, Database};
 
 /// How long a graceful shutdown waits for queued guest log lines to be written.
@@ -58,6 +63,8 @@ pub struct ActorInfo {
     /// What it was refused so far (quotas, reserved kinds, dropped log lines), by kind; only
     /// the kinds it was refused at least once.
     pub refusals: Vec<(Quota, u64)>,
+    /// What it has done and used: messages, failures, restarts, memory, CPU time.
+    pub stats: StatsSnapshot,
 }
 
 /// A host of wasm actors. Create one inside a tokio runtime with [`ActorSystem::new`].
@@ -70,6 +77,8 @@ pub struct ActorSystem {
     guest_log: Arc<GuestLog>,
     /// The threads that run the actors.
     scheduler: Scheduler,
+    /// Upgrades done so far, for the metrics.
+    upgrades: Upgrades,
 }
 
 impl ActorSystem {
@@ -126,6 +135,7 @@ impl ActorSystem {
             database,
             guest_log,
             scheduler,
+            upgrades: Upgrades::default(),
         })
     }
 
@@ -254,6 +264,9 @@ impl ActorSystem {
                 })?;
         tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
         let mut report = upgrade::upgrade_actors(module, actors, options, progress).await;
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        (self.upgrades.done).fetch_add(count(report.upgraded.len()), Ordering::Relaxed);
+        (self.upgrades.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
         if whole && report.failed.is_empty() {
             self.modules.set_current(&name, version)?;
             report.current = true;
@@ -405,10 +418,11 @@ impl ActorSystem {
                 mailbox_depth: a.depth.messages(),
                 mailbox_bytes: a.depth.bytes(),
                 refusals: a
-                    .refusals
+                    .stats
                     .as_ref()
-                    .map(|r| r.snapshot())
+                    .map(|s| s.refusals.snapshot())
                     .unwrap_or_default(),
+                stats: a.stats.as_ref().map(|s| s.snapshot()).unwrap_or_default(),
                 version: a.running_version().map(|v| v.to_string()),
                 address: a.address,
                 module: a.module.map(|m| m.to_string()),
@@ -437,7 +451,12 @@ impl ActorSystem {
     ) -> Result<Envelope, AskError> {
         let path = check_outside(&self.kernel, to, &body)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
-        if let Some(endpoint) = ask::endpoint(&self.kernel, timeout, Answer::Outside(tx)) {
+        if let Some(endpoint) = ask::endpoint(
+            &self.kernel,
+            timeout,
+            Answer::Outside(tx),
+            &self.caps.messaging.open_asks,
+        ) {
             let request = Envelope::new(Some(endpoint), kind, body);
             self.kernel.tell_address(path.as_str(), None, request);
         }

@@ -43,7 +43,6 @@ use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
-use crate::sandbox::meter::Usage;
 use crate::sched::Scheduler;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
@@ -117,7 +116,6 @@ struct Cell {
     /// some 900 bytes an idle actor would otherwise hold for nothing).
     carried: Option<Box<States>>,
     /// The time this incarnation has lived and run, over all its instances.
-    usage: Arc<Usage>,
     /// Children's failures that arrived while this actor itself waited for a directive.
     deferred: VecDeque<SystemMsg>,
     /// Children whose failure this actor escalated: they wait for its own outcome.
@@ -153,7 +151,6 @@ async fn run(spec: CellSpec) {
         instance: None,
         watchers: HashSet::new(),
         carried: None,
-        usage: Arc::new(Usage::new()),
         deferred: VecDeque::new(),
         escalated: Vec::new(),
         passivate_after: spec.passivate_after,
@@ -196,6 +193,9 @@ impl Cell {
                 Exit::Failed(failure) => {
                     let error = failure.to_string();
                     let kind = failure.kind;
+                    if let Some(stats) = &self.me.stats {
+                        stats.failures.bump();
+                    }
                     tracing::error!(%error, %kind, "actor failed; waiting for its supervisor");
                     match Box::pin(self.await_directive(kind, error.clone())).await {
                         Verdict::Stop(reason) => return reason,
@@ -220,6 +220,9 @@ impl Cell {
                 return reason;
             }
             tracing::info!(%cause, ?delay, "restarting");
+            if let Some(stats) = &self.me.stats {
+                stats.restarts.bump();
+            }
             restart_cause = Some(cause);
             boot = true;
         }
@@ -242,8 +245,7 @@ impl Cell {
             self.module.name.clone(),
             self.limits,
             (
-                self.usage.clone(),
-                self.me.refusals.clone().unwrap_or_default(),
+                self.me.stats.clone().unwrap_or_default(),
                 self.lineage.clone(),
             ),
         );
@@ -302,8 +304,10 @@ impl Cell {
     /// A message the guest rejected becomes a dead letter; the reason goes to the log, within
     /// the actor's log budget.
     fn reject(&mut self, envelope: Envelope, reason: &str) {
-        if let Some(refusals) = &self.me.refusals
-            && refusals.admit_log(&self.limits.quotas, &self.me.address.path)
+        if let Some(stats) = &self.me.stats
+            && stats
+                .refusals
+                .admit_log(&self.limits.quotas, &self.me.address.path)
         {
             tracing::info!(kind = %envelope.kind, %reason, "message rejected");
         }
@@ -368,7 +372,12 @@ impl Cell {
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
-                    if !self.holds() && self.kernel.registry.passivate(&self.me) {
+                    if !self.holds()
+                        && self
+                            .kernel
+                            .tally
+                            .retire(&self.me, || self.kernel.registry.passivate(&self.me))
+                    {
                         tracing::debug!("passivated");
                         self.passivated = true;
                         return Exit::Stop(StopReason::Normal);
@@ -498,6 +507,7 @@ impl Cell {
             let error = crate::error::chain(error.as_ref());
             return Some(Exit::Failed(Failure::new(FailureKind::Commit, error)));
         }
+        state.core.stats.received.bump();
         match instance.receive(envelope).await {
             Ok(Received::Handled) => {}
             Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),
@@ -543,7 +553,12 @@ impl Cell {
         let kernel = self.kernel.clone();
         let me = self.me.address.clone();
         self.caps.stopped(&kernel, &me, last.as_deref_mut());
-        kernel.registry.remove(&me);
+        // A passivated actor has left already, and was counted then.
+        let passivated = self.passivated;
+        kernel.tally.retire(&self.me, || {
+            kernel.registry.remove(&me);
+            !passivated
+        });
         self.mailbox.close_user();
         while let Ok(msg) = self.mailbox.try_next() {
             // A death notice for a watcher that is itself gone informs no one: drop it.
@@ -644,15 +659,16 @@ async fn finish_step(
     sealed: Sealed,
 ) -> Result<(), Failure> {
     let Sealed { commit, effects } = sealed;
-    if let Some(commit) = commit
-        && let Err(error) = commit.await
-    {
-        step::discard(effects);
-        instance.poisoned = true;
-        return Err(Failure::new(
-            FailureKind::Commit,
-            crate::error::chain(error.as_ref()),
-        ));
+    if let Some(commit) = commit {
+        if let Err(error) = commit.await {
+            step::discard(effects);
+            instance.poisoned = true;
+            return Err(Failure::new(
+                FailureKind::Commit,
+                crate::error::chain(error.as_ref()),
+            ));
+        }
+        instance.state().core.stats.committed.bump();
     }
     step::release(kernel, effects);
     Ok(())

@@ -64,8 +64,13 @@ pub(crate) enum Answer {
 }
 
 /// Opens the endpoint of an ask (the request's sender) and the task that resolves `answer` by
-/// the first reply or the deadline.
-pub(crate) fn endpoint(kernel: &Arc<Kernel>, timeout: Duration, answer: Answer) -> Option<Address> {
+/// the first reply or the deadline; the ask counts in `open` until then.
+pub(crate) fn endpoint(
+    kernel: &Arc<Kernel>,
+    timeout: Duration,
+    answer: Answer,
+    open: &Arc<AtomicUsize>,
+) -> Option<Address> {
     let id = kernel.next_incarnation();
     let path = ActorPath::system_root()
         .child("ask")
@@ -86,7 +91,9 @@ pub(crate) fn endpoint(kernel: &Arc<Kernel>, timeout: Duration, answer: Answer) 
     let endpoint = address.clone();
     let kernel = kernel.clone();
     let runtime = kernel.runtime.clone();
+    let counted = Pending::within(open, usize::MAX);
     runtime.spawn(async move {
+        let _counted = counted;
         let outcome = tokio::time::timeout(timeout, mailbox.next()).await;
         kernel.registry.remove(&address);
         mailbox.close_user();

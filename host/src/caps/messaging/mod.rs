@@ -19,6 +19,10 @@ use std::time::Duration;
 
 use wasmtime::component::Linker;
 
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
 use self::ask::{ASK_PREFIX, Answer, Pending};
 use self::directory::Directory;
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
@@ -42,6 +46,8 @@ pub(crate) struct Messaging {
     pub(crate) groups: Directory,
     /// Replies that reached an ask after it was resolved.
     late_replies: AtomicU64,
+    /// Asks (from actors and from outside) awaiting their reply or deadline.
+    pub(crate) open_asks: Arc<AtomicUsize>,
 }
 
 /// One actor's asks awaiting their outcome, counted across restarts and upgrades.
@@ -54,6 +60,20 @@ impl Capability for Messaging {
 
     fn new(_env: &Env<'_>) -> Result<Self, HostError> {
         Ok(Messaging::default())
+    }
+
+    fn metrics(&self, registry: &mut Registry) {
+        let open = self.open_asks.load(Ordering::Relaxed);
+        registry.register(
+            "asks_pending",
+            "Asks (by actors and from outside) waiting for their reply or deadline",
+            ConstGauge::new(i64::try_from(open).unwrap_or(i64::MAX)),
+        );
+        registry.register(
+            "ask_late_replies",
+            "Replies that reached an ask after it had been answered or had timed out",
+            ConstCounter::new(self.late_replies()),
+        );
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
@@ -298,7 +318,9 @@ impl messaging::Host for Call<'_, Messaging> {
             return Err(self.actor.refuse(Quota::Asks).into());
         };
         let answer = Answer::Actor(self.actor.me.clone(), pending);
-        let Some(endpoint) = ask::endpoint(&self.actor.kernel, timeout, answer) else {
+        let Some(endpoint) =
+            ask::endpoint(&self.actor.kernel, timeout, answer, &self.cap.open_asks)
+        else {
             return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
         };
         let id = endpoint.incarnation;

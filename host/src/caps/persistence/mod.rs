@@ -39,6 +39,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::{Registry, Unit};
+
 use wasmtime::component::Linker;
 
 use self::backlog::{Parked, Parking};
@@ -233,6 +236,29 @@ impl Capability for Persistence {
                     .map(|j| Journaled::new(j.pid.clone(), j.seq)),
             },
         }
+    }
+
+    fn metrics(&self, registry: &mut Registry) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        let stats = durable.committer.stats();
+        registry.register(
+            "commit_steps",
+            "Durable steps committed (state, events and the messages they send)",
+            ConstCounter::new(stats.steps),
+        );
+        registry.register(
+            "fsyncs",
+            "Write transactions made durable, one fsync each (group commit folds steps into one)",
+            ConstCounter::new(stats.transactions),
+        );
+        registry.register_with_unit(
+            "commit_latency",
+            "Time from a step handing its write over to its write being durable",
+            Unit::Seconds,
+            durable.committer.latency(),
+        );
     }
 
     fn started(&self, kernel: &Arc<Kernel>) {

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 use wasmtime::component::Linker;
 
 use self::wheel::{Fired, Wheel};
@@ -92,6 +94,14 @@ impl Capability for Timers {
 
     fn state(&self, _actor: &ActorCore, _origin: Origin<'_, usize>) -> usize {
         0
+    }
+
+    fn metrics(&self, registry: &mut Registry) {
+        registry.register(
+            "timers_pending",
+            "Timers armed and not yet fired or cancelled (reminders not included)",
+            ConstGauge::new(i64::try_from(self.pending()).unwrap_or(i64::MAX)),
+        );
     }
 
     fn started(&self, kernel: &Arc<Kernel>) {

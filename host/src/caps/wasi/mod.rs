@@ -47,7 +47,7 @@ fn context(actor: &ActorCore, sink: &Arc<GuestLog>) -> WasiCtx {
     let log = |stream| GuestOutput {
         path: actor.me.path.clone(),
         stream,
-        budget: (actor.refusals.clone(), *actor.quotas()),
+        budget: (actor.stats.clone(), *actor.quotas()),
         log: sink.clone(),
     };
     WasiCtxBuilder::new()

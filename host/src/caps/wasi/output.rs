@@ -15,14 +15,15 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::address::ActorPath;
 use crate::guestlog::GuestLog;
-use crate::quota::{Quotas, Refusals};
+use crate::quota::Quotas;
+use crate::stats::ActorStats;
 
 /// Guest stdout/stderr, written line by line to the host log.
 pub(crate) struct GuestOutput {
     pub(crate) path: ActorPath,
     pub(crate) stream: &'static str,
     /// The actor's log budget, shared with `host.log`.
-    pub(crate) budget: (Arc<Refusals>, Quotas),
+    pub(crate) budget: (Arc<ActorStats>, Quotas),
     /// Where the lines go.
     pub(crate) log: Arc<GuestLog>,
 }
@@ -59,7 +60,7 @@ struct LineLogger {
     path: ActorPath,
     stream: &'static str,
     line: Vec<u8>,
-    budget: (Arc<Refusals>, Quotas),
+    budget: (Arc<ActorStats>, Quotas),
     log: Arc<GuestLog>,
 }
 
@@ -76,8 +77,8 @@ impl LineLogger {
     }
 
     fn emit(&mut self) {
-        let (refusals, quotas) = &self.budget;
-        if !refusals.admit_log(quotas, &self.path) {
+        let (stats, quotas) = &self.budget;
+        if !stats.refusals.admit_log(quotas, &self.path) {
             self.line.clear();
             return;
         }

@@ -1,0 +1,328 @@
+//! The host's metrics in the OpenMetrics text format (which Prometheus scrapes), made at each
+//! scrape from the counts the layers keep: the kernel's tally and dead letters, every actor's
+//! [`ActorStats`](crate::stats::ActorStats), and what each capability registers itself.
+//!
+//! Invariants:
+//! - Nothing is counted for the metrics alone on the message path: a scrape reads counters that
+//!   the host keeps anyway, or that cost one uncontended store.
+//! - Per-module series are sums over the module's live actors plus those that have stopped, so
+//!   a counter never goes down when an actor stops (see `kernel::tally`).
+//! - The number of series is bounded whatever the number of actors: per module, plus at most
+//!   `top` busiest actors and the actors a scrape names.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::registry::{Registry, Unit};
+
+use super::ActorSystem;
+use crate::actor::mailbox::ActorRef;
+use crate::quota::Quota;
+use crate::stats::StatsSnapshot;
+
+/// What a scrape shows beyond the host-wide and per-module series.
+#[derive(Clone, Debug, Default)]
+pub struct MetricsQuery {
+    /// Actors (by path) to show one by one, beside the busiest.
+    pub actors: Vec<String>,
+    /// How many of the busiest actors (by messages received) to show one by one; `None` takes
+    /// the host's [`HostConfig::metrics_top`](crate::HostConfig::metrics_top).
+    pub top: Option<usize>,
+}
+
+/// Upgrades done through this system.
+#[derive(Debug, Default)]
+pub(crate) struct Upgrades {
+    /// Actors moved to another version.
+    pub(crate) done: AtomicU64,
+    /// Actors that kept their version because the new one failed to take over.
+    pub(crate) failed: AtomicU64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModuleLabel {
+    module: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActorLabel {
+    actor: String,
+    module: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabel {
+    module: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaLabel {
+    quota: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+/// One module's figures at a scrape.
+#[derive(Default)]
+struct ModuleFigures {
+    live: i64,
+    mailbox: i64,
+    stats: StatsSnapshot,
+}
+
+/// The same figures, per module or per actor: one family each.
+struct Families<L> {
+    received: Family<L, Counter>,
+    sent: Family<L, Counter>,
+    failures: Family<L, Counter>,
+    restarts: Family<L, Counter>,
+    committed: Family<L, Counter>,
+    mailbox: Family<L, Gauge>,
+    memory: Family<L, Gauge>,
+    cpu: Family<L, Counter<f64>>,
+}
+
+impl<L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static>
+    Families<L>
+{
+    fn new() -> Self {
+        Families {
+            received: Family::default(),
+            sent: Family::default(),
+            failures: Family::default(),
+            restarts: Family::default(),
+            committed: Family::default(),
+            mailbox: Family::default(),
+            memory: Family::default(),
+            cpu: Family::default(),
+        }
+    }
+
+    fn add(&self, label: &L, stats: &StatsSnapshot, mailbox: i64) {
+        self.received.get_or_create(label).inc_by(stats.received);
+        self.sent.get_or_create(label).inc_by(stats.sent);
+        self.failures.get_or_create(label).inc_by(stats.failures);
+        self.restarts.get_or_create(label).inc_by(stats.restarts);
+        self.committed.get_or_create(label).inc_by(stats.committed);
+        self.mailbox.get_or_create(label).set(mailbox);
+        self.memory
+            .get_or_create(label)
+            .set(i64::try_from(stats.memory_bytes).unwrap_or(i64::MAX));
+        self.cpu
+            .get_or_create(label)
+            .inc_by(stats.cpu.as_secs_f64());
+    }
+
+    fn register(self, registry: &mut Registry, of: &str) {
+        let name = |what: &str| format!("{of}_{what}");
+        registry.register(
+            name("messages_received"),
+            format!("Messages handed to the guest, per {of}"),
+            self.received,
+        );
+        registry.register(
+            name("messages_sent"),
+            format!("Messages sent (each copy of a group send counts), per {of}"),
+            self.sent,
+        );
+        registry.register(
+            name("failures"),
+            format!("Failures (trap, error, limit, deadline, commit), per {of}"),
+            self.failures,
+        );
+        registry.register(
+            name("restarts"),
+            format!("Restarts after a failure, per {of}"),
+            self.restarts,
+        );
+        registry.register(
+            name("steps_committed"),
+            format!("Steps whose durable writes were committed, per {of}"),
+            self.committed,
+        );
+        registry.register(
+            name("mailbox_messages"),
+            format!("Messages waiting in the mailbox now, per {of}"),
+            self.mailbox,
+        );
+        registry.register_with_unit(
+            name("memory"),
+            format!("Linear memory of the live instance(s) now, per {of}"),
+            Unit::Bytes,
+            self.memory,
+        );
+        registry.register_with_unit(
+            name("cpu"),
+            format!(
+                "Time guest calls have run (counted for every actor only with metered CPU), per {of}"
+            ),
+            Unit::Seconds,
+            self.cpu,
+        );
+    }
+}
+
+impl ActorSystem {
+    /// The host's metrics now, in the OpenMetrics text format (served at `/metrics`; Prometheus
+    /// reads it). Names are listed in the README's Observability section.
+    pub fn metrics(&self, query: &MetricsQuery) -> String {
+        let mut registry = Registry::with_prefix("mote");
+        self.kernel_metrics(&mut registry, query);
+        self.caps.metrics(&mut registry);
+        let mut out = String::new();
+        if encode(&mut out, &registry).is_err() {
+            tracing::error!("could not encode the metrics");
+        }
+        out
+    }
+
+    fn kernel_metrics(&self, registry: &mut Registry, query: &MetricsQuery) {
+        let kernel = &self.kernel;
+        let top = query.top.unwrap_or(kernel.config.metrics_top);
+        let mut modules: HashMap<Arc<str>, ModuleFigures> = HashMap::new();
+        let mut busiest: BinaryHeap<Reverse<(u64, String)>> = BinaryHeap::new();
+        let mut named: Vec<ActorRef> = Vec::new();
+        let mut refusals = [0u64; Quota::ALL.len()];
+        let mut live = 0i64;
+        kernel.tally.with_retired(|retired| {
+            kernel.registry.for_each(|actor| {
+                let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
+                    return;
+                };
+                live += 1;
+                let snapshot = stats.snapshot();
+                for (quota, n) in stats.refusals.snapshot() {
+                    refusals[quota as usize] += n;
+                }
+                let figures = modules.entry(module.clone()).or_default();
+                figures.live += 1;
+                figures.mailbox += i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
+                figures.stats += snapshot;
+                if top > 0 {
+                    busiest.push(Reverse((snapshot.received, actor.address.path.to_string())));
+                    if busiest.len() > top {
+                        busiest.pop();
+                    }
+                }
+            });
+            for (module, stats) in retired {
+                modules.entry(module.clone()).or_default().stats += *stats;
+            }
+        });
+        for Reverse((_, path)) in busiest {
+            named.extend(kernel.registry.get(&path));
+        }
+        for path in &query.actors {
+            if let Some(actor) = kernel.registry.get(path)
+                && !named.iter().any(|a| a.address == actor.address)
+            {
+                named.push(actor);
+            }
+        }
+
+        registry.register(
+            "actors_live",
+            "Live actors (not probes or ask endpoints)",
+            ConstGauge::new(live),
+        );
+        registry.register(
+            "spawns",
+            "Actors spawned, restarts not included",
+            ConstCounter::new(kernel.tally.spawns()),
+        );
+        let dead = Family::<ReasonLabel, Counter>::default();
+        for (reason, n) in kernel.dead_letters.by_reason() {
+            dead.get_or_create(&ReasonLabel {
+                reason: reason.name().to_owned(),
+            })
+            .inc_by(n);
+        }
+        registry.register("dead_letters", "Dead letters, by reason", dead);
+        let refused = Family::<QuotaLabel, Counter>::default();
+        for (quota, n) in Quota::ALL.iter().zip(refusals) {
+            refused
+                .get_or_create(&QuotaLabel {
+                    quota: quota.name().to_owned(),
+                })
+                .inc_by(n);
+        }
+        registry.register(
+            "refusals",
+            "Requests of live actors refused past a quota, by quota",
+            refused,
+        );
+        let failures = Family::<FailureLabel, Counter>::default();
+        for (module, kind, n) in kernel.tally.failures() {
+            failures
+                .get_or_create(&FailureLabel {
+                    module: module.to_string(),
+                    kind: kind.name().to_owned(),
+                })
+                .inc_by(n);
+        }
+        registry.register("failures", "Actor failures, by module and kind", failures);
+        let upgrades = Family::<OutcomeLabel, Counter>::default();
+        for (outcome, n) in [
+            ("upgraded", &self.upgrades.done),
+            ("failed", &self.upgrades.failed),
+        ] {
+            upgrades
+                .get_or_create(&OutcomeLabel {
+                    outcome: outcome.to_owned(),
+                })
+                .inc_by(n.load(Ordering::Relaxed));
+        }
+        registry.register(
+            "upgrades",
+            "Actors upgraded to another module version, by outcome",
+            upgrades,
+        );
+        registry.register(
+            "guest_log_dropped",
+            "Guest log lines dropped because the log writer was behind",
+            ConstCounter::new(self.guest_log.dropped()),
+        );
+
+        let per_module = Families::<ModuleLabel>::new();
+        let actors = Family::<ModuleLabel, Gauge>::default();
+        for (module, figures) in &modules {
+            let label = ModuleLabel {
+                module: module.to_string(),
+            };
+            per_module.add(&label, &figures.stats, figures.mailbox);
+            actors.get_or_create(&label).set(figures.live);
+        }
+        registry.register("module_actors", "Live actors, per module", actors);
+        per_module.register(registry, "module");
+
+        let per_actor = Families::<ActorLabel>::new();
+        for actor in &named {
+            let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
+                continue;
+            };
+            let label = ActorLabel {
+                actor: actor.address.path.to_string(),
+                module: module.to_string(),
+            };
+            let depth = i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
+            per_actor.add(&label, &stats.snapshot(), depth);
+        }
+        per_actor.register(registry, "actor");
+    }
+}
