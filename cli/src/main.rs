@@ -2,6 +2,7 @@
 //! subcommand. Errors are printed as one line with their cause chain.
 
 mod control;
+mod dashboard;
 mod demo;
 mod new;
 mod run;
@@ -46,6 +47,14 @@ enum Command {
         /// Scheduler threads that run actors (default: one per core).
         #[arg(long)]
         workers: Option<usize>,
+        /// Serve the dashboard and /metrics on this address, e.g. 127.0.0.1:9100 (port 0 picks
+        /// a free one; the URL is printed).
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+        /// The token the dashboard requires (needed to bind anything but loopback); default:
+        /// the MOTE_HTTP_TOKEN environment variable.
+        #[arg(long)]
+        http_token: Option<String>,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -174,7 +183,15 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             control,
             db,
             workers,
-        } => run::run(&manifest, control, db, workers).await,
+            http,
+            http_token,
+        } => {
+            let http = http.map(|addr| run::Http {
+                addr,
+                token: http_token.or_else(|| std::env::var("MOTE_HTTP_TOKEN").ok()),
+            });
+            run::run(&manifest, control, db, workers, http).await
+        }
         Command::Demo { db } => demo::demo(&db).await,
         Command::New { name, lang } => new::new(&name, lang),
         Command::Send {

@@ -1,5 +1,6 @@
 //! `mote run <manifest>`: deploy, spawn, run until Ctrl-C or until all top-level actors stop.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -7,14 +8,26 @@ use anyhow::Context;
 use mote_host::Manifest;
 use mote_host::{ActorSystem, EntityOptions, HostConfig};
 
+/// Where the dashboard listens, and its token.
+pub(crate) struct Http {
+    pub(crate) addr: SocketAddr,
+    pub(crate) token: Option<String>,
+}
+
 pub(crate) async fn run(
     manifest: &Path,
     control: PathBuf,
     db: Option<PathBuf>,
     workers: Option<usize>,
+    http: Option<Http>,
 ) -> anyhow::Result<()> {
+    if let Some(http) = &http {
+        super::dashboard::check(http.addr, http.token.as_deref())?;
+    }
     let manifest = Manifest::load(manifest)?;
     let mut config = HostConfig::new();
+    // The dashboard shows every actor's CPU time.
+    config.meter_cpu(http.is_some());
     if let Some(workers) = workers {
         config.workers(workers);
     }
@@ -57,12 +70,29 @@ pub(crate) async fn run(
     }
     tracing::info!(actors = manifest.actors.len(), "running; Ctrl-C stops");
     let server = tokio::spawn(super::control::serve(system.clone(), control.clone()));
+    let dashboard = match http {
+        Some(http) => {
+            let (bound, task) =
+                super::dashboard::start(system.clone(), http.addr, http.token.clone()).await?;
+            let token = http
+                .token
+                .map(|t| format!("?token={t}"))
+                .unwrap_or_default();
+            println!("dashboard: http://{bound}/{token}");
+            println!("metrics:   http://{bound}/metrics");
+            Some(task)
+        }
+        None => None,
+    };
     tokio::select! {
         _ = system.user_actors_stopped() => tracing::info!("all top-level actors stopped"),
         _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: shutting down"),
         _ = terminated() => tracing::info!("SIGTERM: shutting down"),
     }
     server.abort();
+    if let Some(dashboard) = dashboard {
+        dashboard.abort();
+    }
     let _ = std::fs::remove_file(&control);
     if let Err(alive) = system.shutdown().await {
         anyhow::bail!("shutdown timed out; still running: {}", alive.join(", "));

@@ -423,7 +423,7 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     let socket = dir.join("new.sock");
     let socket_arg = socket.to_str().unwrap();
     // Compiling the Python and JS components takes a while on a cold cache.
-    let _host = run_host(&dir, &manifest, socket_arg, 180);
+    let host = run_host(&dir, &manifest, socket_arg, 180);
     // Rust template: Msg::Add(5) is postcard [0, 5], Msg::Get [1], the reply Msg::Total(5) [2, 5].
     mote_ok(&[
         "send",
@@ -461,6 +461,9 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
             "{actor}: {reply}"
         );
     }
+    // The three built projects take 170 MB; a failed run keeps them to look at.
+    drop(host);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One request line on a fresh control connection; the response line.
