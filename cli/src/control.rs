@@ -84,7 +84,7 @@ pub(crate) struct UpgradeSummary {
 }
 
 /// One actor in a `tree` response.
-#[derive(Serialize, Deserialize, Debug)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct Node {
     pub(crate) path: String,
     pub(crate) incarnation: u64,
@@ -95,6 +95,23 @@ pub(crate) struct Node {
     /// What the actor was refused, by kind (`timers`, `log`, ...), only kinds with a count.
     #[serde(default)]
     pub(crate) refusals: Vec<(String, u64)>,
+    /// Messages handed to it so far.
+    #[serde(default)]
+    pub(crate) received: u64,
+    /// Messages it sent so far.
+    #[serde(default)]
+    pub(crate) sent: u64,
+    /// Its failures and restarts so far.
+    #[serde(default)]
+    pub(crate) failures: u64,
+    #[serde(default)]
+    pub(crate) restarts: u64,
+    /// Bytes of linear memory now.
+    #[serde(default)]
+    pub(crate) memory: u64,
+    /// Nanoseconds its guest calls have run (measured when the host meters CPU time).
+    #[serde(default)]
+    pub(crate) cpu_ns: u64,
 }
 
 /// The reply to an `ask`.
@@ -249,6 +266,12 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
                             .iter()
                             .map(|(q, n)| (q.name().to_owned(), *n))
                             .collect(),
+                        received: i.stats.received,
+                        sent: i.stats.sent,
+                        failures: i.stats.failures,
+                        restarts: i.stats.restarts,
+                        memory: i.stats.memory_bytes,
+                        cpu_ns: u64::try_from(i.stats.cpu.as_nanos()).unwrap_or(u64::MAX),
                     })
                     .collect(),
             );

@@ -6,6 +6,7 @@ mod dashboard;
 mod demo;
 mod new;
 mod run;
+mod top;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,6 +86,21 @@ enum Command {
     },
     /// Print the live actor tree of a running host, with modules and mailbox depths.
     Tree {
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Show the busiest actors of a running host, refreshed in the terminal (Ctrl-C ends).
+    Top {
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+        /// Actors listed.
+        #[arg(long, default_value_t = 20)]
+        rows: usize,
+        /// Print this many frames, then exit (default: until Ctrl-C).
+        #[arg(long)]
+        frames: Option<usize>,
         /// The host's control socket.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
@@ -245,6 +261,26 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 );
             }
             Ok(())
+        }
+        Command::Top {
+            interval,
+            rows,
+            frames,
+            control,
+        } => {
+            let interval = std::time::Duration::try_from_secs_f64(interval)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .context("--interval must be a positive number of seconds")?;
+            top::top(
+                &control,
+                top::Options {
+                    interval,
+                    rows,
+                    frames,
+                },
+            )
+            .await
         }
         Command::Deploy {
             file,

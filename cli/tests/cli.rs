@@ -635,3 +635,54 @@ fn the_control_socket_and_a_sibling_answer_promptly_while_an_actor_attacks() {
         "control + sibling ask p99 {p99:?}"
     );
 }
+
+#[test]
+fn top_lists_the_busiest_actor_first() {
+    let dir = scratch("top");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "top.toml",
+        &format!(
+            "[[module]]\nname = \"counter\"\npath = {:?}\n\n[[module]]\nname = \"ticker\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/quiet\"\nmodule = \"counter\"\n\n\
+             [[actor]]\npath = \"/user/ticker\"\nmodule = \"ticker\"\ninit = \"/user/sink\"\n",
+            example("counter"),
+            example("ticker")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    // Timer::Every { period_ms: 10, tag: 1 }, in postcard.
+    mote_ok(&[
+        "send",
+        "/user/ticker",
+        "Timer",
+        "--hex",
+        "010a01",
+        "--control",
+        socket_arg,
+    ]);
+    let frame = mote_ok(&[
+        "top",
+        "--frames",
+        "1",
+        "--interval",
+        "0.5",
+        "--rows",
+        "5",
+        "--control",
+        socket_arg,
+    ]);
+    let lines: Vec<&str> = frame.lines().collect();
+    assert!(lines[0].starts_with("2 actors, "), "{frame}");
+    assert!(
+        lines[1].starts_with("ACTOR") && lines[1].contains("MSG/S"),
+        "{frame}"
+    );
+    let busiest: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(busiest[0], "/user/ticker", "{frame}");
+    let rate: f64 = busiest[1].parse().unwrap();
+    assert!(rate > 10.0, "a 10 ms timer is the busiest: {frame}");
+    assert!(lines[3].starts_with("/user/quiet"), "{frame}");
+}
