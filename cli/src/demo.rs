@@ -1,7 +1,9 @@
 //! `mote demo`: deploys the example actors and shows ping-pong, a small tree, supervision and
 //! durable entities at work.
 
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
@@ -95,11 +97,23 @@ fn print_tree(system: &ActorSystem) {
     }
 }
 
-pub(crate) async fn demo(db: &Path) -> anyhow::Result<()> {
+pub(crate) async fn demo(db: &Path, http: Option<SocketAddr>) -> anyhow::Result<()> {
+    if let Some(addr) = http {
+        crate::dashboard::check(addr, None)?;
+    }
     let mut config = HostConfig::new();
     config.storage(db);
-    let system = ActorSystem::new(config)?;
+    config.meter_cpu(http.is_some());
+    let system = Arc::new(ActorSystem::new(config)?);
     println!("database: {}", db.display());
+    let dashboard = match http {
+        Some(addr) => {
+            let (bound, task) = crate::dashboard::start(system.clone(), addr, None).await?;
+            println!("dashboard: http://{bound}/");
+            Some(task)
+        }
+        None => None,
+    };
     for name in [
         "pingpong",
         "counter",
@@ -188,6 +202,11 @@ pub(crate) async fn demo(db: &Path) -> anyhow::Result<()> {
 
     durable_entities(&system).await?;
     hot_swap(&system).await?;
+
+    if dashboard.is_some() {
+        println!("\nthe demo's actors keep running for the dashboard; Ctrl-C ends the demo");
+        tokio::signal::ctrl_c().await?;
+    }
 
     println!(
         "\nshutting down (dead letters seen: {})",

@@ -22,9 +22,12 @@ pub(crate) const DEFAULT_DB: &str = "mote.redb";
 #[derive(Parser)]
 #[command(name = "mote", version, about)]
 struct Cli {
-    /// Log filter (overrides RUST_LOG), e.g. `info` or `mote=debug`.
+    /// Log filter (overrides RUST_LOG and -v), e.g. `info` or `mote=debug`.
     #[arg(long, global = true)]
     log: Option<String>,
+    /// More log lines on stderr: -v for info, -vv for debug (guest lines included).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     /// Worker threads of the scheduler (default: one per core).
     #[arg(long, global = true)]
     threads: Option<usize>,
@@ -168,6 +171,10 @@ enum Command {
         /// The database file.
         #[arg(long, default_value = DEFAULT_DB)]
         db: PathBuf,
+        /// Also serve the dashboard on this address (e.g. 127.0.0.1:9100) and keep the demo's
+        /// actors running until Ctrl-C.
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
     },
 }
 
@@ -208,7 +215,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             });
             run::run(&manifest, control, db, workers, http).await
         }
-        Command::Demo { db } => demo::demo(&db).await,
+        Command::Demo { db, http } => demo::demo(&db, http).await,
         Command::New { name, lang } => new::new(&name, lang),
         Command::Send {
             to,
@@ -387,17 +394,23 @@ const LOG_QUEUE_LINES: usize = 16_384;
 fn main() -> ExitCode {
     mote_host::tune_allocator();
     let cli = Cli::parse();
-    // The demo shows each ball of the ping-pong, which the guests log at debug level.
-    let default_filter = match cli.command {
-        Command::Demo { .. } => "info,mote::guest=debug",
-        Command::Run { .. } => "info",
-        _ => "warn",
+    // The demo tells its story on stdout; its logs stay at warn unless asked for. A host run
+    // by an operator logs what it does.
+    let default_filter = match (cli.verbose, &cli.command) {
+        (0, Command::Run { .. }) => "info",
+        (0, _) => "warn",
+        (1, _) => "info",
+        _ => "debug,mote::guest=debug",
     };
     let filter = cli
         .log
         .as_deref()
         .map(EnvFilter::new)
-        .or_else(|| EnvFilter::try_from_default_env().ok())
+        .or_else(|| {
+            (cli.verbose == 0)
+                .then(|| EnvFilter::try_from_default_env().ok())
+                .flatten()
+        })
         .unwrap_or_else(|| EnvFilter::new(default_filter));
     // The host's lines go through a bounded, lossy queue to a writer thread of their own, so a
     // slow or blocked stderr (a full pipe) never holds a scheduler thread; guest lines already
@@ -409,6 +422,7 @@ fn main() -> ExitCode {
         .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(writer)
         .init();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

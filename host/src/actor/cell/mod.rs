@@ -65,7 +65,10 @@ pub(crate) struct CellSpec {
 
 impl Pending for CellSpec {
     fn start(self: Box<Self>) {
-        let span = tracing::info_span!("actor", path = %self.me.address.path);
+        // At error level, so that every line the actor causes names it, even where the filter
+        // keeps only warnings and errors (a span prints nothing of its own). Its own root: the
+        // path already names the lineage.
+        let span = tracing::error_span!(parent: None, "actor", path = %self.me.address.path);
         let scheduler = self.scheduler.clone();
         scheduler.spawn(run(*self).instrument(span));
     }
