@@ -13,11 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::{ActorSystem, MemoryStrategy, UpgradeOptions};
+use mote_host::{ActorSystem, MemoryStrategy, Progress, UpgradeOptions};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::progress::{Bars, ProgressView};
 
 /// The default socket path, in the current directory.
 pub(crate) const DEFAULT_SOCKET: &str = "mote.sock";
@@ -138,6 +142,10 @@ pub(crate) struct Response {
     pub(crate) upgrade: Option<UpgradeSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) deployed: Option<bool>,
+    /// Set on a line that reports long work while a `deploy` or `upgrade` runs; the answer
+    /// follows on a line of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) progress: Option<ProgressView>,
 }
 
 /// The longest request line the host reads (a 1 MiB body is 2 MiB of hex).
@@ -190,7 +198,7 @@ fn error_line(error: String) -> String {
     text
 }
 
-async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<()> {
+async fn connection(system: &Arc<ActorSystem>, stream: UnixStream) -> anyhow::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut line = Vec::new();
@@ -214,10 +222,30 @@ async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<
             return Ok(());
         }
         let response = match serde_json::from_slice::<Request>(&line) {
-            Ok(request) => handle(system, request).await.unwrap_or_else(|e| Response {
-                error: Some(format!("{e:#}")),
-                ..Response::default()
-            }),
+            Ok(request) => {
+                // Long work streams its progress ahead of the answer.
+                let mut progress =
+                    matches!(request, Request::Deploy { .. } | Request::Upgrade { .. })
+                        .then(|| system.subscribe_progress());
+                let handled = handle(system, request);
+                tokio::pin!(handled);
+                let answer = loop {
+                    tokio::select! {
+                        result = &mut handled => break result.unwrap_or_else(|e| Response {
+                            error: Some(format!("{e:#}")),
+                            ..Response::default()
+                        }),
+                        Some(update) = next_progress(&mut progress) => {
+                            write_progress(&mut write, &update).await?;
+                        }
+                    }
+                };
+                // What was reported before the work returned goes ahead of the answer.
+                while let Some(update) = progress.as_mut().and_then(|rx| rx.try_recv().ok()) {
+                    write_progress(&mut write, &update).await?;
+                }
+                answer
+            }
             Err(e) => Response {
                 error: Some(format!("bad request: {e}")),
                 ..Response::default()
@@ -229,7 +257,36 @@ async fn connection(system: &ActorSystem, stream: UnixStream) -> anyhow::Result<
     }
 }
 
-async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Response> {
+/// Writes one progress line.
+async fn write_progress(
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+    update: &Progress,
+) -> anyhow::Result<()> {
+    let line = Response {
+        progress: Some(ProgressView::from(update)),
+        ..Response::default()
+    };
+    let mut text = serde_json::to_string(&line)?;
+    text.push('\n');
+    write.write_all(text.as_bytes()).await?;
+    Ok(())
+}
+
+/// The next progress update, if subscribed; pending forever otherwise (or once closed).
+async fn next_progress(rx: &mut Option<Receiver<Progress>>) -> Option<Progress> {
+    let Some(rx) = rx else {
+        return std::future::pending().await;
+    };
+    loop {
+        match rx.recv().await {
+            Ok(update) => return Some(update),
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return std::future::pending().await,
+        }
+    }
+}
+
+async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<Response> {
     let mut response = Response {
         ok: true,
         ..Response::default()
@@ -282,7 +339,13 @@ async fn handle(system: &ActorSystem, request: Request) -> anyhow::Result<Respon
             version,
             grants,
         } => {
-            response.deployed = Some(system.deploy_path(&name, &version, &path, &grants)?);
+            // A compile takes seconds for a big module: off the async threads.
+            let system = system.clone();
+            let deployed = tokio::task::spawn_blocking(move || {
+                system.deploy_path(&name, &version, &path, &grants)
+            })
+            .await??;
+            response.deployed = Some(deployed);
         }
         Request::Upgrade {
             target,
@@ -348,12 +411,19 @@ pub(crate) async fn request(path: &Path, request: &Request) -> anyhow::Result<Re
     let mut text = serde_json::to_string(request)?;
     text.push('\n');
     write.write_all(text.as_bytes()).await?;
-    let line = BufReader::new(read)
-        .lines()
-        .next_line()
-        .await?
-        .ok_or_else(|| anyhow!("the host closed the connection"))?;
-    let response: Response = serde_json::from_str(&line).context("malformed response")?;
+    let mut lines = BufReader::new(read).lines();
+    let mut bars: Option<Bars> = None;
+    let response = loop {
+        let line = lines
+            .next_line()
+            .await?
+            .ok_or_else(|| anyhow!("the host closed the connection"))?;
+        let response: Response = serde_json::from_str(&line).context("malformed response")?;
+        match &response.progress {
+            Some(update) => bars.get_or_insert_with(Bars::stderr).update(update),
+            None => break response,
+        }
+    };
     if !response.ok {
         bail!(
             "{}",

@@ -105,6 +105,7 @@ pub(crate) async fn demo(db: &Path, http: Option<SocketAddr>) -> anyhow::Result<
     config.storage(db);
     config.meter_cpu(http.is_some());
     let system = Arc::new(ActorSystem::new(config)?);
+    let _bars = crate::progress::show(&system);
     println!("database: {}", db.display());
     let dashboard = match http {
         Some(addr) => {

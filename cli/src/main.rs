@@ -5,6 +5,7 @@ mod control;
 mod dashboard;
 mod demo;
 mod new;
+mod progress;
 mod run;
 mod top;
 

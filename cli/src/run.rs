@@ -42,6 +42,7 @@ pub(crate) async fn run(
         config.legacy_owner(module);
     }
     let system = Arc::new(ActorSystem::new(config)?);
+    let _bars = super::progress::show(&system);
     for module in &manifest.modules {
         system.deploy_path(&module.name, &module.version, &module.path, &module.grants)?;
     }

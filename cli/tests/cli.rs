@@ -686,3 +686,68 @@ fn top_lists_the_busiest_actor_first() {
     assert!(rate > 10.0, "a 10 ms timer is the busiest: {frame}");
     assert!(lines[3].starts_with("/user/quiet"), "{frame}");
 }
+
+/// Every line the host answers one request with, up to and including the answer.
+fn control_lines(socket: &Path, request: &str) -> Vec<serde_json::Value> {
+    use std::io::{BufRead, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stream).lines() {
+        let value: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let answer = value.get("progress").is_none();
+        lines.push(value);
+        if answer {
+            break;
+        }
+    }
+    lines
+}
+
+#[test]
+fn deploy_and_upgrade_stream_their_progress_before_the_answer() {
+    let dir = scratch("progress");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "versioned.toml",
+        &format!(
+            "[[module]]\nname = \"versioned\"\nversion = \"1\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/a\"\nmodule = \"versioned\"\n\n\
+             [[actor]]\npath = \"/user/b\"\nmodule = \"versioned\"\n\n\
+             [[actor]]\npath = \"/user/c\"\nmodule = \"versioned\"\n",
+            example("versioned_v1")
+        ),
+    );
+    let _host = run_host(&dir, &manifest, socket.to_str().unwrap(), 30);
+    // This host's compiled cache is new: version 2 is compiled, and that is reported.
+    let deploy = serde_json::json!({
+        "op": "deploy", "path": example("versioned_v2"), "name": "versioned", "version": "2"
+    });
+    let lines = control_lines(&socket, &deploy.to_string());
+    let (answer, updates) = lines.split_last().unwrap();
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert!(!updates.is_empty(), "a compile is reported: {lines:?}");
+    let first = &updates[0]["progress"];
+    assert_eq!(
+        first["label"].as_str().unwrap().split(" (").next(),
+        Some("compiling versioned@2")
+    );
+    assert_eq!(updates.last().unwrap()["progress"]["outcome"], "ok");
+
+    let upgrade = r#"{"op":"upgrade","target":"versioned","version":"2","concurrency":1}"#;
+    let lines = control_lines(&socket, upgrade);
+    let (answer, updates) = lines.split_last().unwrap();
+    assert_eq!(answer["upgrade"]["upgraded"], 3, "{answer}");
+    let done: Vec<u64> = updates
+        .iter()
+        .map(|u| u["progress"]["done"].as_u64().unwrap())
+        .collect();
+    assert_eq!(done.first(), Some(&0), "{lines:?}");
+    assert_eq!(done.last(), Some(&3), "{lines:?}");
+    assert!(
+        updates.iter().all(|u| u["progress"]["total"] == 3),
+        "{lines:?}"
+    );
+    assert_eq!(updates.last().unwrap()["progress"]["outcome"], "ok");
+}

@@ -22,6 +22,7 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{FEED_PER_SECOND, Shared, snapshot};
+use crate::progress::ProgressView;
 
 /// Recent supervision decisions kept.
 pub(crate) const KEEP: usize = 256;
@@ -47,6 +48,8 @@ pub(crate) enum FeedItem {
     },
     /// Dead letters left out of the feed past its rate.
     Skipped { dead_letters: u64 },
+    /// Long work (a compile, an upgrade, a recovery) that ended.
+    Finished(ProgressView),
 }
 
 /// The feed of one dashboard.
@@ -62,6 +65,7 @@ impl Feed {
         let recent = Arc::new(Mutex::new(VecDeque::with_capacity(KEEP)));
         let mut decisions = system.subscribe_supervision();
         let mut dead = system.subscribe_dead_letters();
+        let mut progress = system.subscribe_progress();
         let (out, kept) = (tx.clone(), recent.clone());
         tokio::spawn(async move {
             let mut window = tokio::time::interval(Duration::from_secs(1));
@@ -98,6 +102,11 @@ impl Feed {
                                 reason: letter.reason.name().to_owned(),
                             }
                         }
+                    },
+                    update = progress.recv() => match update {
+                        Ok(p) if p.outcome.is_some() => FeedItem::Finished(ProgressView::from(&p)),
+                        Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                        Err(RecvError::Closed) => return,
                     },
                     _ = window.tick() => {
                         this_second = 0;
@@ -189,6 +198,7 @@ fn item_event(item: &FeedItem) -> Event {
     let name = match item {
         FeedItem::Supervision { .. } => "supervision",
         FeedItem::DeadLetter { .. } | FeedItem::Skipped { .. } => "deadletter",
+        FeedItem::Finished(_) => "finished",
     };
     json_event(name, item)
 }

@@ -5,7 +5,8 @@
 //!
 //! Routes: `GET /` (the page), `GET /metrics` (OpenMetrics text; `?actor=<path>` repeatable,
 //! `?top=<n>`), `GET /api/state`, `GET /api/actor?path=<path>`, `GET /api/events`
-//! (server-sent events: `state` every second, `supervision` and `deadletter` as they happen),
+//! (server-sent events: `state` every second, `supervision`, `deadletter` and `finished` (long
+//! work that ended) as they happen),
 //! `POST /api/send` (`{"to","kind","text"|"hex"}`).
 //!
 //! Invariants:
@@ -37,6 +38,7 @@ use mote_host::{ActorInfo, ActorSystem, MemoryStrategy, MetricsQuery};
 use serde::{Deserialize, Serialize};
 
 use self::feed::Feed;
+use crate::progress::ProgressView;
 
 /// Actors a state lists at most.
 pub(crate) const MAX_ACTORS: usize = 2_000;
@@ -251,6 +253,8 @@ struct StateView {
     /// Actors left out past [`MAX_ACTORS`].
     truncated: usize,
     modules: Vec<ModuleView>,
+    /// Long work under way: compiles, rolling upgrades, recoveries.
+    tasks: Vec<ProgressView>,
 }
 
 fn snapshot(shared: &Shared) -> StateView {
@@ -273,6 +277,7 @@ fn snapshot(shared: &Shared) -> StateView {
         uptime_s: shared.started.elapsed().as_secs_f64(),
         actors: tree.into_iter().map(ActorView::from).collect(),
         truncated,
+        tasks: system.progress().iter().map(ProgressView::from).collect(),
         modules: system
             .module_list()
             .into_iter()

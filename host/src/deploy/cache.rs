@@ -16,6 +16,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::error::ModuleError;
+use crate::progress::Tracker;
 
 /// How module loading went: compilations against loads from the compiled cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,6 +56,7 @@ impl CompiledCache {
         name: &str,
         hash: &str,
         bytes: &[u8],
+        compiling: impl FnOnce() -> Tracker,
     ) -> Result<Component, ModuleError> {
         let cached = self
             .dir
@@ -76,7 +78,10 @@ impl CompiledCache {
                 }
             }
         }
-        let component = Component::new(engine, bytes).map_err(|e| ModuleError::Compile {
+        let tracker = compiling();
+        let compiled = Component::new(engine, bytes);
+        tracker.finish(compiled.as_ref().map(drop).map_err(|e| e.to_string()));
+        let component = compiled.map_err(|e| ModuleError::Compile {
             name: name.to_owned(),
             source: e.into(),
         })?;

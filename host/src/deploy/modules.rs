@@ -29,6 +29,7 @@ use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT
 use super::records::{self, ModuleRow};
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
+use crate::progress::{Reports, Task};
 use crate::sandbox::bindings::ActorWorldIndices;
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
 use crate::storage::Database;
@@ -123,6 +124,8 @@ pub(crate) struct Modules {
     by_name: RwLock<HashMap<String, Entry>>,
     /// Where deployed versions are recorded, if the host has a database.
     database: Option<Arc<Database>>,
+    /// Where a compile is reported while it runs.
+    reports: Arc<Reports>,
 }
 
 impl Modules {
@@ -133,6 +136,7 @@ impl Modules {
         image: Backend,
         image_threshold: u64,
         database: Option<Arc<Database>>,
+        reports: Arc<Reports>,
     ) -> Result<Self, HostError> {
         let modules = Modules {
             arena,
@@ -140,6 +144,7 @@ impl Modules {
             image_threshold,
             by_name: RwLock::default(),
             database,
+            reports,
         };
         if let Some(db) = &modules.database {
             records::open(db)?;
@@ -264,7 +269,14 @@ impl Modules {
         let backend = self.backend(memory);
         let component = backend
             .cache
-            .component(&backend.engine, name, &hash, bytes)?;
+            .component(&backend.engine, name, &hash, bytes, || {
+                let task = Task::Compile {
+                    module: name.to_owned(),
+                    version: version.to_owned(),
+                    bytes: u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+                };
+                self.reports.begin(task, None)
+            })?;
         checks::check_contract(name, &component, &backend.engine)?;
         checks::check_imports(name, &component, &backend.engine, grants)?;
         checks::check_exports(name, &component, &backend.engine)?;

@@ -22,6 +22,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use super::modules::Module;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest};
 use crate::error::ModuleError;
+use crate::progress::Tracker;
 
 /// How an upgrade runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +99,7 @@ pub(crate) async fn upgrade_actors(
     actors: Vec<ActorRef>,
     options: UpgradeOptions,
     progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
+    mut tracker: Tracker,
 ) -> UpgradeReport {
     let total = actors.len();
     let gate = Arc::new(Semaphore::new(options.concurrency.max(1)));
@@ -146,12 +148,17 @@ pub(crate) async fn upgrade_actors(
         if let Some(tx) = &progress {
             let _ = tx.send(step);
         }
+        tracker.advance(u64::try_from(done).unwrap_or(u64::MAX));
         if total >= 10 && done % (total / 10) == 0 {
             tracing::info!(module = %module.name, version = %module.version, done, total, failed = step.failed, "upgrading");
         }
     }
     report.upgraded.sort_by(|a, b| a.path.cmp(&b.path));
     report.failed.sort();
+    tracker.finish(match report.failed.len() {
+        0 => Ok(()),
+        n => Err(format!("{n} of {total} actors kept their old version")),
+    });
     report
 }
 

@@ -35,6 +35,7 @@ use crate::address::{ActorPath, Address};
 use crate::config::HostConfig;
 use crate::error::{AddressError, SpawnError};
 use crate::message::{Envelope, Receipt, StopReason};
+use crate::progress::Reports;
 
 /// The kind of the message a watcher receives when a watched incarnation has terminated.
 pub const TERMINATED_KIND: &str = "mote.terminated";
@@ -106,6 +107,8 @@ pub(crate) struct Kernel {
     pub(crate) guardian: Guardian,
     /// Counts kept for the metrics across the lives of actors.
     pub(crate) tally: Tally,
+    /// Long work under way (compiles, upgrades, recoveries).
+    pub(crate) reports: Arc<Reports>,
     next_incarnation: AtomicU64,
     shutting_down: AtomicBool,
     extensions: OnceLock<Arc<dyn Extensions>>,
@@ -113,7 +116,11 @@ pub(crate) struct Kernel {
 
 impl Kernel {
     /// A kernel with nothing plugged in yet (see [`Kernel::plug`]).
-    pub(crate) fn new(config: HostConfig, runtime: tokio::runtime::Handle) -> Self {
+    pub(crate) fn new(
+        config: HostConfig,
+        runtime: tokio::runtime::Handle,
+        reports: Arc<Reports>,
+    ) -> Self {
         Kernel {
             guardian: Guardian::new(config.root_strategy.clone()),
             config,
@@ -121,6 +128,7 @@ impl Kernel {
             registry: Registry::default(),
             dead_letters: DeadLetters::new(),
             tally: Tally::default(),
+            reports,
             next_incarnation: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             extensions: OnceLock::new(),
@@ -348,7 +356,11 @@ pub(crate) mod testing {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a test runtime");
-        let kernel = Arc::new(Kernel::new(HostConfig::new(), runtime.handle().clone()));
+        let kernel = Arc::new(Kernel::new(
+            HostConfig::new(),
+            runtime.handle().clone(),
+            Arc::default(),
+        ));
         (runtime, kernel)
     }
 

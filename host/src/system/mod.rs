@@ -38,6 +38,7 @@ use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
+use crate::progress::{Progress, Reports, Task};
 use crate::quota::Quota;
 use crate::sandbox::engine::{EpochTicker, MemoryStrategy, build_engine};
 use crate::sched::Scheduler;
@@ -113,14 +114,16 @@ impl ActorSystem {
             Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
             Ok(Backend::new(engine, linker, cache.clone()))
         };
+        let reports = Arc::new(Reports::default());
         let modules = Arc::new(Modules::new(
             backend(arena)?,
             backend(image)?,
             config.image_threshold,
             database.clone(),
+            reports.clone(),
         )?);
         let scheduler = Scheduler::start(config.workers, runtime.clone())?;
-        let kernel = Arc::new(Kernel::new(config, runtime));
+        let kernel = Arc::new(Kernel::new(config, runtime, reports));
         kernel.plug(Arc::new(Launcher::new(
             caps.clone(),
             modules.clone(),
@@ -263,7 +266,13 @@ impl ActorSystem {
                     version: Some(version.to_owned()),
                 })?;
         tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
-        let mut report = upgrade::upgrade_actors(module, actors, options, progress).await;
+        let task = Task::Upgrade {
+            module: name.clone(),
+            version: version.to_owned(),
+        };
+        let total = u64::try_from(actors.len()).unwrap_or(u64::MAX);
+        let tracker = self.kernel.reports.begin(task, Some(total));
+        let mut report = upgrade::upgrade_actors(module, actors, options, progress, tracker).await;
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         (self.upgrades.done).fetch_add(count(report.upgraded.len()), Ordering::Relaxed);
         (self.upgrades.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
@@ -525,6 +534,17 @@ impl ActorSystem {
     /// Timers pending in the system.
     pub fn pending_timers(&self) -> usize {
         self.caps.timers.pending()
+    }
+
+    /// Long work under way: compiles, rolling upgrades, recoveries of large journals.
+    pub fn progress(&self) -> Vec<Progress> {
+        self.kernel.reports.running()
+    }
+
+    /// Updates of long work from now on (see [`ActorSystem::progress`]); a slow reader loses
+    /// updates, never the work.
+    pub fn subscribe_progress(&self) -> broadcast::Receiver<Progress> {
+        self.kernel.reports.subscribe()
     }
 
     /// A stream of supervision decisions from now on: which actor failed, why, and what was done.

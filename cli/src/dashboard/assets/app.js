@@ -62,6 +62,20 @@ function renderState(state) {
       return li;
     })
   );
+  $("tasks-panel").hidden = state.tasks.length === 0;
+  $("tasks").replaceChildren(
+    ...state.tasks.map((t) => {
+      const li = document.createElement("li");
+      li.textContent = t.label + " ";
+      const bar = document.createElement("progress");
+      if (t.total !== null) {
+        bar.max = t.total;
+        bar.value = t.done;
+      }
+      li.append(bar, ` ${t.done}${t.total !== null ? "/" + t.total : ""} · ${(t.elapsed_ms / 1000).toFixed(1)} s`);
+      return li;
+    })
+  );
   last = { state };
   if (selected) renderDetail(state.actors.find((a) => a.path === selected));
 }
@@ -113,6 +127,8 @@ function feedItem(item) {
     li.textContent = `${item.path} #${item.incarnation} ${item.kind}: ${item.error} → ${item.directive}`;
   } else if (item.type === "deadletter") {
     li.textContent = `dead letter ${item.kind} to ${item.target} (${item.reason}) from ${item.sender ?? "outside"}`;
+  } else if (item.type === "finished") {
+    li.textContent = `${item.label}: ${item.outcome} in ${(item.elapsed_ms / 1000).toFixed(1)} s`;
   } else {
     li.textContent = `${item.dead_letters} dead letters not shown`;
   }
@@ -133,6 +149,7 @@ function connect() {
   events.addEventListener("state", (e) => renderState(JSON.parse(e.data)));
   events.addEventListener("supervision", (e) => pushFeed(JSON.parse(e.data)));
   events.addEventListener("deadletter", (e) => pushFeed(JSON.parse(e.data)));
+  events.addEventListener("finished", (e) => pushFeed(JSON.parse(e.data)));
 }
 
 $("send").addEventListener("submit", async (e) => {

@@ -57,6 +57,7 @@ use crate::error::DatabaseError;
 use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
+use crate::progress::{Task, Tracker};
 use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
@@ -67,6 +68,8 @@ use crate::storage::committer::{CommitStats, Committer};
 const MAX_PID_BYTES: usize = 1024;
 /// The most events one `replay` call returns.
 const MAX_REPLAY_PAGE: usize = 4096;
+/// From how many events to replay a recovery is reported as progress.
+const REPORTED_REPLAY: u64 = 10_000;
 
 /// The durable side of the host: the journal and its committer.
 struct Durable {
@@ -97,6 +100,8 @@ pub(crate) struct Persistent {
     pid: Option<String>,
     /// Set by `recover`: the actor is persistent.
     journal: Option<Journaled>,
+    /// A long replay under way, reported as progress: its tracker and the seq it starts after.
+    recovery: Option<(Tracker, u64)>,
 }
 
 /// The durable side of a persistent actor instance.
@@ -219,12 +224,14 @@ impl Capability for Persistence {
                 scope,
                 pid: None,
                 journal: None,
+                recovery: None,
             },
             // A fresh instance recovers for itself.
             Origin::Restarted { .. } => Persistent {
                 scope,
                 pid: None,
                 journal: None,
+                recovery: None,
             },
             // The new version goes on with the same id and sequence.
             Origin::Upgraded { old } => Persistent {
@@ -234,6 +241,7 @@ impl Capability for Persistence {
                     .journal
                     .as_ref()
                     .map(|j| Journaled::new(j.pid.clone(), j.seq)),
+                recovery: None,
             },
         }
     }
@@ -291,6 +299,10 @@ impl Capability for Persistence {
     ) -> Option<Commit> {
         let journal = state.journal.as_mut()?;
         let durable = self.durable.as_ref()?;
+        if let Some((tracker, _)) = state.recovery.take() {
+            // The call that recovered has returned: recovery is over.
+            tracker.finish(Ok(()));
+        }
         let ops = std::mem::take(&mut journal.ops);
         let seq_changed = std::mem::replace(&mut journal.seq_changed, false);
         let arm = std::mem::take(&mut journal.arm);
@@ -546,6 +558,15 @@ impl wit::Host for Call<'_, Persistence> {
         let snapshot = durable.journal.snapshot(&pid).map_err(storage)?;
         let seq = durable.journal.last_seq(&pid).map_err(storage)?;
         let seq = seq.max(snapshot.as_ref().map_or(0, |s| s.seq));
+        let from = snapshot.as_ref().map_or(0, |s| s.seq);
+        if seq - from >= REPORTED_REPLAY {
+            let task = Task::Recovery {
+                persistence_id: pid.clone(),
+                actor: self.actor.me.path.to_string(),
+            };
+            let tracker = self.actor.kernel.reports.begin(task, Some(seq - from));
+            self.state.recovery = Some((tracker, from));
+        }
         match &mut self.state.journal {
             Some(j) => j.seq = j.seq.max(seq),
             None => self.state.journal = Some(Journaled::new(pid, seq)),
@@ -565,6 +586,11 @@ impl wit::Host for Call<'_, Persistence> {
         };
         let max = (max as usize).min(MAX_REPLAY_PAGE);
         let events = durable.journal.events(&pid, after, max).map_err(storage)?;
+        if let Some((tracker, from)) = &mut self.state.recovery
+            && let Some((last, _)) = events.last()
+        {
+            tracker.advance(last.saturating_sub(*from));
+        }
         Ok(events
             .into_iter()
             .map(|(seq, data)| WitEvent { seq, data })
