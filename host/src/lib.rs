@@ -97,8 +97,8 @@ pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_h
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
 pub use error::{
-    AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, SendError,
-    SpawnError, chain,
+    AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
+    SendError, SpawnError, chain,
 };
 pub use kernel::TERMINATED_KIND;
 pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
@@ -108,4 +108,4 @@ pub use message::{Envelope, StopReason};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
 pub use storage::{CommitStats, SCHEMA_VERSION};
-pub use system::{ActorInfo, ActorSystem, Probe};
+pub use system::{ActorInfo, ActorSystem, Dropped, Probe, Recovered, Replay, ReplayOptions};
