@@ -17,16 +17,17 @@
 //! and to let the capabilities see deliveries.
 //!
 //! ```text
-//!  system      ActorSystem, Probe: the public API; wires the layers at start
+//!  system      ActorSystem, Probe, Replay: the public API; wires the layers at start
 //!    │
 //!  deploy      upgrade (rolling hot swap) · modules (registry, checks, compiled cache, records)
 //!    │         · manifest
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
-//!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
-//!    │         forwarding · lookup · naming · stashing · priority · lifecycle · delivery ·
-//!    │         callouts · wasi · capability (the Capability trait, Call, ActorState)
+//!    │         timers · messaging · persistence (journal, owners, history, entities,
+//!    │         reminders) · clock · forwarding · lookup · naming · stashing · priority ·
+//!    │         lifecycle · delivery · callouts · wasi · capability (the Capability trait,
+//!    │         Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
 //!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)

@@ -129,6 +129,18 @@ impl Dropped {
 /// A durable actor replayed up to an event in a sandbox of its own: ask it questions.
 ///
 /// Create one inside a tokio runtime with [`Replay::open`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mote_host::ReplayError> {
+/// use mote_host::{Replay, ReplayOptions};
+/// let options = ReplayOptions { until: Some(4), ..ReplayOptions::default() };
+/// let mut replay = Replay::open("mote.redb", "counter:/user/c", options).await?;
+/// println!("recovered to event {}", replay.recovered().until);
+/// if let Some(reply) = replay.ask("Counter", vec![1]).await? {
+///     println!("{} {:?}", reply.kind, reply.body);
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Replay {
     instance: ActorInstance,
     caps: Arc<Caps>,
