@@ -307,3 +307,32 @@ async fn the_module_version_that_wrote_an_event_is_the_one_replayed_for_it() {
         assert_eq!(state.values.len() as u64, seq);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_the_replayed_actor_stashes_come_back_to_it_when_it_unstashes_them() {
+    let dir = TempDir::new("replay-stasher");
+    let db = dir.join("mote.redb");
+    {
+        // A stasher takes counts in batches of 3: it stashes two, then unstashes all three.
+        let system = system_configured(durable_config(&db), &["ledger"]);
+        system.spawn("s", "ledger", b"stasher 3").unwrap();
+        for n in 1..=3 {
+            tell(&system, "/user/s", &Ledger::Count(n));
+        }
+        let state = ask_as::<Ledger, LedgerState>(&system, "/user/s", &Ledger::Query).await;
+        assert_eq!(state.count, 3);
+        system.shutdown().await.unwrap();
+    }
+    let mut replay = open(&db, "ledger:/user/s", until(None)).await;
+    for n in 4..=6 {
+        let body = mote_guest::encode(&Ledger::Count(n)).unwrap();
+        assert!(replay.ask(Ledger::KIND, body).await.unwrap().is_none());
+    }
+    let state: LedgerState = ask(&mut replay, &Ledger::Query).await;
+    assert_eq!(
+        state.count, 6,
+        "the batch was stashed, unstashed and taken, in order"
+    );
+    assert_eq!(state.gaps, 0);
+    assert_eq!(replay.dropped().events, 3);
+}

@@ -339,7 +339,8 @@ impl Replay {
 
     /// Hands the actor a message from the replay and returns its first reply, if it sent one
     /// (`None` if it sent none). What else the call did is dropped (see [`Replay::dropped`]);
-    /// its changes to the actor's memory stay for the next ask.
+    /// its changes to the actor's memory stay for the next ask. Messages it unstashes are
+    /// handed back to it at once, as its cell would.
     pub async fn ask(
         &mut self,
         kind: &str,
@@ -348,27 +349,36 @@ impl Replay {
         if self.instance.poisoned {
             return Err(ReplayError::Poisoned);
         }
-        let envelope = Envelope::new(Some(self.asker.clone()), kind, body);
-        match self.instance.receive(envelope).await {
-            Ok(Received::Handled | Received::Kept(_)) => {
-                let mut replies = self.settle().into_iter();
-                let first = replies.next();
-                self.dropped.sends += replies.len() as u64;
-                Ok(first)
+        let mut next = Some(Envelope::new(Some(self.asker.clone()), kind, body));
+        let mut first = None;
+        while let Some(envelope) = next.take() {
+            let rejected = match self.instance.receive(envelope).await {
+                Ok(Received::Handled) => None,
+                Ok(Received::Kept(kept)) => {
+                    // Set aside (stashed): the capability that keeps it takes it.
+                    let _ = self.caps.keep(&mut self.instance.state().caps, kept);
+                    None
+                }
+                Ok(Received::Rejected(_, reason)) => Some(reason),
+                Err(failure) => {
+                    self.abandon();
+                    return Err(ReplayError::Failed {
+                        during: "receive",
+                        failure: failure.to_string(),
+                    });
+                }
+            };
+            let mut replies = self.settle().into_iter();
+            if first.is_none() {
+                first = replies.next();
             }
-            Ok(Received::Rejected(_, reason)) => {
-                let replies = self.settle();
-                self.dropped.sends += replies.len() as u64;
-                Err(ReplayError::Rejected { reason })
+            self.dropped.sends += replies.len() as u64;
+            if let Some(reason) = rejected {
+                return Err(ReplayError::Rejected { reason });
             }
-            Err(failure) => {
-                self.abandon();
-                Err(ReplayError::Failed {
-                    during: "receive",
-                    failure: failure.to_string(),
-                })
-            }
+            next = self.caps.next(&mut self.instance.state().caps);
         }
+        Ok(first)
     }
 
     /// After a call that returned: the capabilities seal its step (the persistence capability
