@@ -307,7 +307,7 @@ impl Capability for Persistence {
         let durable = match &self.store {
             Store::Durable(durable) => durable,
             Store::Replay(history) => {
-                drop_writes(history, journal);
+                history::drop_writes(history, journal);
                 return None;
             }
             Store::Volatile => return None,
@@ -439,24 +439,6 @@ impl Capability for Persistence {
     }
 }
 
-/// Drops what a replayed actor's step would have written, counting it.
-fn drop_writes(history: &History, journal: &mut Journaled) {
-    let ops = std::mem::take(&mut journal.ops);
-    journal.seq_changed = false;
-    journal.arm.clear();
-    journal.owner = None;
-    history.tally(|t| {
-        for op in &ops {
-            match op {
-                Op::Event { .. } => t.events += 1,
-                Op::Snapshot { .. } => t.snapshots += 1,
-                Op::DeleteEvents { .. } | Op::DeleteState => t.deletions += 1,
-                Op::Remind { .. } | Op::CancelReminder { .. } => t.reminders += 1,
-            }
-        }
-    });
-}
-
 /// A commit of a step that failed.
 #[derive(Debug, thiserror::Error)]
 #[error("persistence commit failed")]
@@ -525,32 +507,6 @@ impl Call<'_, Persistence> {
             return Err(PersistError::TooLarge(len as u64));
         }
         Ok(())
-    }
-}
-
-impl Call<'_, Persistence> {
-    /// `recover` in a replay: the history's snapshot and target event, for its own id only.
-    fn recover_replayed(
-        &mut self,
-        pid: String,
-        history: &History,
-    ) -> Result<Option<WitSnapshot>, PersistError> {
-        if pid != history.pid() {
-            return Err(PersistError::Storage(format!(
-                "this replay holds the history of {:?}, not of {pid:?}",
-                history.pid()
-            )));
-        }
-        let snapshot = history.recover();
-        match &mut self.state.journal {
-            Some(j) => j.seq = j.seq.max(history.until()),
-            None => self.state.journal = Some(Journaled::new(pid, history.until(), self.actor)),
-        }
-        self.actor.step.hold();
-        Ok(snapshot.map(|s| WitSnapshot {
-            seq: s.seq,
-            state: s.state,
-        }))
     }
 }
 
