@@ -129,6 +129,19 @@ async fn an_event_past_the_end_an_unknown_id_and_a_held_file_are_typed_errors() 
         Err(e) => panic!("expected UnknownId, got {e}"),
         Ok(_) => panic!("expected UnknownId, got a replay"),
     }
+    // Not a database, or no file at all: the database's own one-line errors.
+    let junk = dir.join("junk.redb");
+    std::fs::write(&junk, b"not a database").unwrap();
+    for file in [junk.clone(), dir.join("missing.redb")] {
+        match Replay::open(&file, "journal:/user/j", until(None)).await {
+            Err(e @ ReplayError::Database(_)) => {
+                assert!(e.to_string().contains("cannot open database"), "{e}");
+            }
+            Err(e) => panic!("expected a database error, got {e}"),
+            Ok(_) => panic!("expected a database error, got a replay"),
+        }
+    }
+    assert_eq!(std::fs::read(&junk).unwrap(), b"not a database");
     // A host that has the file open holds redb's lock: the replay names the fix.
     let system = system_configured(durable_config(&db), &["journal"]);
     match Replay::open(&db, "journal:/user/j", until(None)).await {
