@@ -6,6 +6,7 @@ mod dashboard;
 mod demo;
 mod new;
 mod progress;
+mod replay;
 mod run;
 mod top;
 
@@ -166,6 +167,33 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
+    /// Replay a durable actor from the database up to an event, in a sandbox that releases
+    /// nothing and never writes the file, and print what it recovered (and its reply to --ask).
+    /// A host that has the file open must be stopped first.
+    Replay {
+        /// Its persistence id, e.g. `counter:/user/c` (`<module>:<path>` by default).
+        persistence_id: String,
+        /// Recover up to this event (default: the latest).
+        #[arg(long)]
+        until: Option<u64>,
+        /// Ask the replayed actor a message of this kind (body: --text or --hex).
+        #[arg(long)]
+        ask: Option<String>,
+        #[command(flatten)]
+        body: Body,
+        /// The database file.
+        #[arg(long, default_value = DEFAULT_DB)]
+        db: PathBuf,
+        /// Run this component instead of the module version the database records.
+        #[arg(long)]
+        module: Option<PathBuf>,
+        /// Start the actor with this init (UTF-8) instead of the recorded one.
+        #[arg(long, conflicts_with = "init_hex")]
+        init: Option<String>,
+        /// Start the actor with this init (hex) instead of the recorded one.
+        #[arg(long)]
+        init_hex: Option<String>,
+    },
     /// Run the built-in demo: ping-pong, a small tree of actors and durable state, printing
     /// what happens.
     Demo {
@@ -217,6 +245,38 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             run::run(&manifest, control, db, workers, http).await
         }
         Command::Demo { db, http } => demo::demo(&db, http).await,
+        Command::Replay {
+            persistence_id,
+            until,
+            ask,
+            body,
+            db,
+            module,
+            init,
+            init_hex,
+        } => {
+            let ask = match ask {
+                Some(kind) => Some((kind, control::from_hex(&body.hex()?)?)),
+                None if body.hex.is_some() || body.text.is_some() => {
+                    anyhow::bail!("--text and --hex give the body of --ask KIND")
+                }
+                None => None,
+            };
+            let init = match (init, init_hex) {
+                (Some(text), _) => Some(text.into_bytes()),
+                (None, Some(hex)) => Some(control::from_hex(&hex)?),
+                (None, None) => None,
+            };
+            let args = replay::Args {
+                pid: persistence_id,
+                until,
+                ask,
+                db,
+                module,
+                init,
+            };
+            replay::replay(args).await
+        }
         Command::New { name, lang } => new::new(&name, lang),
         Command::Send {
             to,

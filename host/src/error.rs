@@ -331,3 +331,130 @@ pub enum ManifestError {
         message: String,
     },
 }
+
+/// A replay of a durable actor ([`crate::Replay`]) could not be made or answered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A running host has the database open: redb lets no reader share a file with a writer.
+    #[error(
+        "database {} is in use by a running host: stop the host (Ctrl-C or SIGTERM) and replay \
+         again, or replay a copy of the file made while no host had it open",
+        path.display()
+    )]
+    InUse {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was not closed cleanly (a crash); repairing it is a write a replay never makes.
+    #[error(
+        "database {} was not closed cleanly (its host stopped without a shutdown): start a host \
+         on it once, which repairs it, stop it, then replay",
+        path.display()
+    )]
+    Unclean {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file has an older layout that only a host (which writes) migrates.
+    #[error(
+        "database {} has schema version {found}: start a host on it once, which migrates it, \
+         then replay",
+        path.display()
+    )]
+    OldSchema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: u32,
+    },
+    /// The database cannot be opened or read (missing, corrupt, not Mote's, newer).
+    #[error(transparent)]
+    Database(#[from] DatabaseError),
+    /// No durable state is stored under this persistence id.
+    #[error(
+        "no durable state under persistence id {pid:?}{}",
+        if known.is_empty() { " (the database holds none)".to_owned() }
+        else { format!(" (ids there: {})", known.join(", ")) }
+    )]
+    UnknownId {
+        /// The id asked for.
+        pid: String,
+        /// Some ids the database does hold, in order (at most ten).
+        known: Vec<String>,
+    },
+    /// The event asked for is past the end of the journal.
+    #[error("{pid:?} has events up to {last}; there is no event {until} to replay to")]
+    BeyondJournal {
+        /// The persistence id.
+        pid: String,
+        /// The event asked for.
+        until: u64,
+        /// Its latest event.
+        last: u64,
+    },
+    /// The events needed to rebuild the state at `until` were deleted (a snapshot replaced
+    /// them), and no snapshot at or before `until` is left.
+    #[error(
+        "the events of {pid:?} needed to replay to event {until} were deleted{}",
+        match earliest {
+            Some(seq) => format!(": its history can be replayed from event {seq} on"),
+            None => ": no event of it can be replayed".to_owned(),
+        }
+    )]
+    HistoryGone {
+        /// The persistence id.
+        pid: String,
+        /// The event asked for.
+        until: u64,
+        /// The earliest event the state can be rebuilt at, if any.
+        earliest: Option<u64>,
+    },
+    /// The database does not record which module writes this id, and the id does not say.
+    #[error(
+        "the database does not record which module writes {pid:?} (it was written before Mote \
+         recorded owners): pass the component with --module FILE"
+    )]
+    NoModule {
+        /// The persistence id.
+        pid: String,
+    },
+    /// The module version that wrote the id is not in the database's module registry.
+    #[error(
+        "module {module:?} version {version:?}, which wrote {pid:?}, is not in the database's \
+         registry: deploy it again, or pass the component with --module FILE"
+    )]
+    ModuleMissing {
+        /// The persistence id.
+        pid: String,
+        /// The module name.
+        module: String,
+        /// The version.
+        version: String,
+    },
+    /// The module could not be loaded into the sandbox.
+    #[error(transparent)]
+    Module(#[from] ModuleError),
+    /// The sandbox could not be built.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The recorded path of the actor is not a valid actor path.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The actor failed in the sandbox: its `start` (recovery included) or a `receive`.
+    #[error("the replayed actor failed in {during}: {failure}")]
+    Failed {
+        /// `start` or `receive`.
+        during: &'static str,
+        /// The trap or the error it returned.
+        failure: String,
+    },
+    /// The actor rejected the message (`reject`): its body does not decode, say.
+    #[error("the replayed actor rejected the message: {reason}")]
+    Rejected {
+        /// Its reason.
+        reason: String,
+    },
+    /// The actor trapped earlier: its instance cannot be entered again.
+    #[error("the replayed actor trapped earlier; open the replay again")]
+    Poisoned,
+}

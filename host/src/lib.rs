@@ -17,16 +17,17 @@
 //! and to let the capabilities see deliveries.
 //!
 //! ```text
-//!  system      ActorSystem, Probe: the public API; wires the layers at start
+//!  system      ActorSystem, Probe, Replay: the public API; wires the layers at start
 //!    │
 //!  deploy      upgrade (rolling hot swap) · modules (registry, checks, compiled cache, records)
 //!    │         · manifest
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
-//!    │         timers · messaging · persistence (journal, entities, reminders) · clock ·
-//!    │         forwarding · lookup · naming · stashing · priority · lifecycle · delivery ·
-//!    │         callouts · wasi · capability (the Capability trait, Call, ActorState)
+//!    │         timers · messaging · persistence (journal, owners, history, entities,
+//!    │         reminders) · clock · forwarding · lookup · naming · stashing · priority ·
+//!    │         lifecycle · delivery · callouts · wasi · capability (the Capability trait,
+//!    │         Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
 //!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)
@@ -99,8 +100,8 @@ pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_h
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
 pub use error::{
-    AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, SendError,
-    SpawnError, chain,
+    AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
+    SendError, SpawnError, chain,
 };
 pub use kernel::TERMINATED_KIND;
 pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};
@@ -112,4 +113,6 @@ pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
 pub use stats::StatsSnapshot;
 pub use storage::{CommitStats, SCHEMA_VERSION};
-pub use system::{ActorInfo, ActorSystem, MetricsQuery, Probe};
+pub use system::{
+    ActorInfo, ActorSystem, Dropped, MetricsQuery, Probe, Recovered, Replay, ReplayOptions,
+};

@@ -35,7 +35,7 @@ pub fn system_configured(mut config: HostConfig, modules: &[&str]) -> ActorSyste
 }
 
 /// The compiled-module cache the tests share: `target/<profile>/mote-module-cache`.
-fn module_cache() -> std::path::PathBuf {
+pub fn module_cache() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     // target/<profile>/deps/<test binary>
     exe.parent()

@@ -26,6 +26,10 @@ pub(crate) struct ActorCore {
     pub(crate) parent: Option<Address>,
     /// The name of the module it runs (the owner of its durable state).
     pub(crate) module: Arc<str>,
+    /// The version of that module this instance runs.
+    pub(crate) version: Arc<str>,
+    /// The init its incarnation was spawned with.
+    pub(crate) init: Arc<[u8]>,
     /// What its module was granted beyond the defaults (`wasi:http`).
     pub(crate) grants: Arc<[String]>,
     pub(crate) limits: Limits,
@@ -80,17 +84,30 @@ pub(crate) enum ChildRefused {
     Quota(Quota),
 }
 
+/// What an instance runs: its module's name and version, and its incarnation's init.
+#[derive(Clone)]
+pub(crate) struct Program {
+    pub(crate) module: Arc<str>,
+    pub(crate) version: Arc<str>,
+    pub(crate) init: Arc<[u8]>,
+}
+
 impl ActorCore {
     /// The core of a fresh instance of the actor at `me`.
     pub(crate) fn new(
         kernel: Arc<Kernel>,
         me: Address,
         parent: Option<Address>,
-        module: Arc<str>,
+        program: Program,
         limits: Limits,
         account: (Arc<ActorStats>, Arc<Lineage>),
     ) -> Self {
         let (stats, lineage) = account;
+        let Program {
+            module,
+            version,
+            init,
+        } = program;
         let config = &kernel.config;
         let slice = config
             .epoch_tick
@@ -101,6 +118,8 @@ impl ActorCore {
             me,
             parent,
             module,
+            version,
+            init,
             grants: Arc::new([]),
             limits,
             stats,
@@ -118,14 +137,18 @@ impl ActorCore {
         }
     }
 
-    /// The core for a new version of this actor (an upgrade): the same address, parent, limits,
+    /// The core for `version` of this actor (an upgrade): the same address, parent, limits,
     /// children and supervision, an empty step that holds if this one does, a fresh meter.
-    pub(crate) fn successor(&self) -> ActorCore {
+    pub(crate) fn successor(&self, version: Arc<str>) -> ActorCore {
         let mut next = ActorCore::new(
             self.kernel.clone(),
             self.me.clone(),
             self.parent.clone(),
-            self.module.clone(),
+            Program {
+                module: self.module.clone(),
+                version,
+                init: self.init.clone(),
+            },
             self.limits,
             (self.stats.clone(), self.lineage.clone()),
         );

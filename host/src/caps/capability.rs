@@ -18,6 +18,7 @@ use wasmtime::component::{HasData, Linker};
 use crate::actor::core::ActorCore;
 use crate::actor::step::{Commit, Step};
 use crate::address::Address;
+use crate::caps::persistence::history::History;
 use crate::config::HostConfig;
 use crate::error::HostError;
 use crate::guestlog::GuestLog;
@@ -32,6 +33,8 @@ pub(crate) struct Env<'a> {
     pub(crate) database: Option<&'a Arc<Database>>,
     /// Where guest log lines go.
     pub(crate) guest_log: &'a Arc<GuestLog>,
+    /// Set for a replay's sandbox: the history it recovers from. Nothing may leave it.
+    pub(crate) replay: Option<&'a Arc<History>>,
 }
 
 /// An import a module may be granted beyond the defaults (a manifest's `grant = [...]`).

@@ -6,5 +6,5 @@ pub(crate) mod cache;
 pub(crate) mod checks;
 pub(crate) mod manifest;
 pub(crate) mod modules;
-mod records;
+pub(crate) mod records;
 pub(crate) mod upgrade;

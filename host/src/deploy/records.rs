@@ -7,10 +7,10 @@
 
 use std::collections::HashMap;
 
-use redb::{ReadableTable, TableDefinition};
+use redb::{ReadTransaction, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use crate::storage::database::{Database, DatabaseError, decode, encode, failed};
+use crate::storage::database::{Database, DatabaseError, decode, encode, failed, readable};
 
 const MODULES: TableDefinition<&str, &[u8]> = TableDefinition::new("modules");
 
@@ -100,6 +100,38 @@ pub(crate) fn remove(
         }
         Ok(())
     })
+}
+
+/// The recorded version `version` of `name`, as `read` sees it.
+pub(crate) fn read_row(
+    read: &ReadTransaction,
+    name: &str,
+    version: &str,
+) -> Result<Option<ModuleRow>, DatabaseError> {
+    let Some(table) = readable(read, MODULES)? else {
+        return Ok(None);
+    };
+    match table
+        .get(version_key(name, version).as_str())
+        .map_err(failed)?
+    {
+        Some(value) => Ok(Some(decode("modules", value.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// The recorded current version of `name`, as `read` sees it.
+pub(crate) fn read_current(
+    read: &ReadTransaction,
+    name: &str,
+) -> Result<Option<String>, DatabaseError> {
+    let Some(table) = readable(read, MODULES)? else {
+        return Ok(None);
+    };
+    Ok(table
+        .get(current_key(name).as_str())
+        .map_err(failed)?
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
 }
 
 /// Every recorded module version, and the current version of each name.

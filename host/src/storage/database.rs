@@ -16,6 +16,8 @@
 //!   writer. There is one write transaction at a time (redb's rule): the committer's, or a
 //!   short one of the module registry.
 //! - After [`Database::close`] every call fails with [`DatabaseError::Closed`].
+//! - A [`ReadOnlyDatabase`] (a replay's) checks a file the same way and cannot write it: it
+//!   neither adopts an empty file nor migrates an old one.
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
@@ -133,55 +135,18 @@ impl Database {
     }
 
     fn check_or_init(&self) -> Result<(), DatabaseError> {
-        let has_meta = {
-            let read = self.read()?;
-            let tables: Vec<String> = read
-                .list_tables()
-                .map_err(failed)?
-                .map(|t| t.name().to_owned())
-                .collect();
-            if tables.is_empty() {
-                // New, or created and never written: adopt it.
-                false
-            } else if !tables.iter().any(|t| t == META.name()) {
-                return Err(DatabaseError::Foreign {
-                    path: self.path.clone(),
-                });
-            } else {
-                true
-            }
-        };
-        if !has_meta {
-            return self.write_with(|txn| {
+        let schema = check_meta(&self.read()?, &self.path)?;
+        match schema {
+            Some(schema) => self.schema.store(schema, Ordering::Release),
+            // New, or created and never written: adopt it.
+            None => self.write_with(|txn| {
                 let mut meta = txn.open_table(META).map_err(failed)?;
                 meta.insert("magic", MAGIC).map_err(failed)?;
                 meta.insert("schema", &SCHEMA_VERSION.to_le_bytes()[..])
                     .map_err(failed)?;
                 Ok(())
-            });
+            })?,
         }
-        let read = self.read()?;
-        let meta = read.open_table(META).map_err(failed)?;
-        let magic = meta.get("magic").map_err(failed)?;
-        if magic.as_ref().map(|m| m.value()) != Some(MAGIC) {
-            return Err(DatabaseError::Foreign {
-                path: self.path.clone(),
-            });
-        }
-        let schema = meta
-            .get("schema")
-            .map_err(failed)?
-            .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
-            .map(u32::from_le_bytes)
-            .unwrap_or(0);
-        if !(OLDEST_SCHEMA..=SCHEMA_VERSION).contains(&schema) {
-            return Err(DatabaseError::Schema {
-                path: self.path.clone(),
-                found: schema,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        self.schema.store(schema, Ordering::Release);
         Ok(())
     }
 
@@ -213,6 +178,97 @@ impl Database {
             .map_err(failed)?
             .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
             .map_or(0, u64::from_le_bytes))
+    }
+}
+
+/// The schema version of the file `read` sees: `None` if it has no tables at all (new, or
+/// created and never written); an error if it is not Mote's or not a version this build reads.
+fn check_meta(read: &ReadTransaction, path: &Path) -> Result<Option<u32>, DatabaseError> {
+    let mut tables = read.list_tables().map_err(failed)?.peekable();
+    if tables.peek().is_none() {
+        return Ok(None);
+    }
+    if !tables.any(|t| t.name() == META.name()) {
+        return Err(DatabaseError::Foreign {
+            path: path.to_owned(),
+        });
+    }
+    let meta = read.open_table(META).map_err(failed)?;
+    let magic = meta.get("magic").map_err(failed)?;
+    if magic.as_ref().map(|m| m.value()) != Some(MAGIC) {
+        return Err(DatabaseError::Foreign {
+            path: path.to_owned(),
+        });
+    }
+    let schema = meta
+        .get("schema")
+        .map_err(failed)?
+        .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
+        .map(u32::from_le_bytes)
+        .unwrap_or(0);
+    if !(OLDEST_SCHEMA..=SCHEMA_VERSION).contains(&schema) {
+        return Err(DatabaseError::Schema {
+            path: path.to_owned(),
+            found: schema,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(Some(schema))
+}
+
+/// A database file opened read-only: redb's read-only handle, which has no way to write, over
+/// a file checked like [`Database::open`] checks it (without adopting an empty one).
+///
+/// redb lets read-only handles share a file with each other but not with a writer: a file a
+/// running host has open is refused ([`redb::DatabaseError::DatabaseAlreadyOpen`]), and so is
+/// one a crash left unclean ([`redb::DatabaseError::RepairAborted`]; repairing is a write).
+pub(crate) struct ReadOnlyDatabase {
+    db: redb::ReadOnlyDatabase,
+    path: PathBuf,
+    schema: u32,
+}
+
+impl ReadOnlyDatabase {
+    /// Opens the existing file at `path` for reading.
+    pub(crate) fn open(path: impl AsRef<Path>) -> Result<Self, DatabaseError> {
+        let path = path.as_ref().to_path_buf();
+        let db = redb::ReadOnlyDatabase::open(&path).map_err(|source| DatabaseError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        let schema = {
+            let read = db.begin_read().map_err(failed)?;
+            check_meta(&read, &path)?.unwrap_or(SCHEMA_VERSION)
+        };
+        Ok(ReadOnlyDatabase { db, path, schema })
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the file (that of this build if it has no tables yet).
+    pub(crate) fn schema(&self) -> u32 {
+        self.schema
+    }
+
+    /// Begins a read transaction.
+    pub(crate) fn read(&self) -> Result<ReadTransaction, DatabaseError> {
+        self.db.begin_read().map_err(failed)
+    }
+}
+
+/// `table` as `read` sees it, or `None` if the file does not have it (a read-only handle
+/// cannot create it).
+pub(crate) fn readable<K: redb::Key + 'static, V: redb::Value + 'static>(
+    read: &ReadTransaction,
+    table: TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>, DatabaseError> {
+    match read.open_table(table) {
+        Ok(table) => Ok(Some(table)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(failed(e)),
     }
 }
 
@@ -294,6 +350,41 @@ mod tests {
             Err(DatabaseError::Schema { found, .. }) => assert_eq!(found, SCHEMA_VERSION + 1),
             other => panic!("expected a schema error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_read_only_open_checks_the_file_and_never_adopts_or_writes_it() {
+        let scratch = Scratch::new("db");
+        let empty = scratch.0.join("empty.redb");
+        drop(redb::Database::create(&empty).unwrap());
+        let before = std::fs::read(&empty).unwrap();
+        let db = ReadOnlyDatabase::open(&empty).unwrap();
+        assert_eq!(db.schema(), SCHEMA_VERSION);
+        assert_eq!(
+            readable(&db.read().unwrap(), META).unwrap().map(|_| ()),
+            None
+        );
+        drop(db);
+        assert!(std::fs::read(&empty).unwrap() == before, "not adopted");
+
+        let theirs = scratch.0.join("theirs.redb");
+        {
+            let db = redb::Database::create(&theirs).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(TableDefinition::<&str, u64>::new("theirs"))
+                .unwrap()
+                .insert("k", 1)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        assert!(matches!(
+            ReadOnlyDatabase::open(&theirs),
+            Err(DatabaseError::Foreign { .. })
+        ));
+        assert!(matches!(
+            ReadOnlyDatabase::open(scratch.0.join("missing.redb")),
+            Err(DatabaseError::Open { .. })
+        ));
     }
 
     #[test]

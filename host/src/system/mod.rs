@@ -5,6 +5,7 @@
 mod metrics;
 mod outside;
 mod probe;
+mod replay;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ pub use self::metrics::MetricsQuery;
 use self::metrics::Upgrades;
 use self::outside::{check_outside, tell_outside};
 pub use self::probe::Probe;
+pub use self::replay::{Dropped, Recovered, Replay, ReplayOptions};
 use crate::actor::launch::Launcher;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
 use crate::actor::supervisor::Strategy;
@@ -27,6 +29,7 @@ use crate::caps::Caps;
 use crate::caps::capability::Env;
 use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
+use crate::caps::persistence::history::History;
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
 use crate::deploy::modules::{Backend, DEFAULT_VERSION, ModuleInfo, Modules};
@@ -87,41 +90,17 @@ impl ActorSystem {
     /// enabled (`enable_all`), which timers, asks and backoff need.
     pub fn new(config: HostConfig) -> Result<Self, HostError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
-        let arena = build_engine(&config, MemoryStrategy::Arena)?;
-        let image = build_engine(&config, MemoryStrategy::Image)?;
-        let ticker = match config.epoch_interruption {
-            true => Some(EpochTicker::start(&[&arena, &image], &config)?),
-            false => None,
-        };
         let database = match &config.storage {
             Some(path) => Some(Arc::new(Database::open(path)?)),
             None => None,
         };
-        let guest_log = GuestLog::start(config.guest_log_queue);
-        let caps = Arc::new(Caps::new(&Env {
-            config: &config,
-            database: database.as_ref(),
-            guest_log: &guest_log,
-        })?);
-        let cache = config.module_cache.clone().or_else(|| {
-            config
-                .storage
-                .as_ref()
-                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
-        });
-        let backend = |engine: Engine| -> Result<Backend, HostError> {
-            let mut linker = Linker::new(&engine);
-            Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
-            Ok(Backend::new(engine, linker, cache.clone()))
-        };
-        let reports = Arc::new(Reports::default());
-        let modules = Arc::new(Modules::new(
-            backend(arena)?,
-            backend(image)?,
-            config.image_threshold,
-            database.clone(),
-            reports.clone(),
-        )?);
+        let Wiring {
+            caps,
+            modules,
+            guest_log,
+            ticker,
+            reports,
+        } = Wiring::new(&config, database.as_ref(), None)?;
         let scheduler = Scheduler::start(config.workers, runtime.clone())?;
         let kernel = Arc::new(Kernel::new(config, runtime, reports));
         kernel.plug(Arc::new(Launcher::new(
@@ -634,6 +613,67 @@ impl ActorSystem {
         for actor in self.kernel.guardian.children() {
             actor.signal(SystemMsg::Stop(reason.clone()));
         }
+    }
+}
+
+/// The layers of a host below the kernel, wired together: the engines and their epoch ticker,
+/// the capabilities, and the module registry (linked against those capabilities).
+struct Wiring {
+    caps: Arc<Caps>,
+    modules: Arc<Modules>,
+    guest_log: Arc<GuestLog>,
+    ticker: Option<EpochTicker>,
+    /// Where long work is reported.
+    reports: Arc<Reports>,
+}
+
+impl Wiring {
+    /// Wires a host on `database` (its module versions are restored from it), or a replay's
+    /// sandbox on `replay`, which has no database.
+    fn new(
+        config: &HostConfig,
+        database: Option<&Arc<Database>>,
+        replay: Option<&Arc<History>>,
+    ) -> Result<Wiring, HostError> {
+        let arena = build_engine(config, MemoryStrategy::Arena)?;
+        let image = build_engine(config, MemoryStrategy::Image)?;
+        let ticker = match config.epoch_interruption {
+            true => Some(EpochTicker::start(&[&arena, &image], config)?),
+            false => None,
+        };
+        let guest_log = GuestLog::start(config.guest_log_queue);
+        let caps = Arc::new(Caps::new(&Env {
+            config,
+            database,
+            guest_log: &guest_log,
+            replay,
+        })?);
+        let cache = config.module_cache.clone().or_else(|| {
+            config
+                .storage
+                .as_ref()
+                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
+        });
+        let backend = |engine: Engine| -> Result<Backend, HostError> {
+            let mut linker = Linker::new(&engine);
+            Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
+            Ok(Backend::new(engine, linker, cache.clone()))
+        };
+        let reports = Arc::new(Reports::default());
+        let modules = Arc::new(Modules::new(
+            backend(arena)?,
+            backend(image)?,
+            config.image_threshold,
+            database.cloned(),
+            reports.clone(),
+        )?);
+        Ok(Wiring {
+            caps,
+            modules,
+            guest_log,
+            ticker,
+            reports,
+        })
     }
 }
 

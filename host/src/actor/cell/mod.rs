@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::core::ActorCore;
+use super::core::{ActorCore, Program};
 use super::instance::{ActorInstance, Failure, Received, Stillborn};
 use super::lane::TryRecvError;
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
@@ -109,7 +109,7 @@ struct Cell {
     me: ActorRef,
     parent: Option<Address>,
     module: Arc<Module>,
-    init: Vec<u8>,
+    init: Arc<[u8]>,
     limits: Limits,
     mailbox: Mailbox,
     instance: Option<ActorInstance>,
@@ -148,7 +148,7 @@ async fn run(spec: CellSpec) {
         me: spec.me,
         parent: spec.parent,
         module: spec.module,
-        init: spec.init,
+        init: spec.init.into(),
         limits: spec.limits,
         mailbox: spec.mailbox,
         instance: None,
@@ -241,11 +241,16 @@ impl Cell {
 
     /// Instantiates the module and calls `start`.
     async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
+        let program = Program {
+            module: self.module.name.clone(),
+            version: self.module.version.clone(),
+            init: self.init.clone(),
+        };
         let mut core = ActorCore::new(
             self.kernel.clone(),
             self.me.address.clone(),
             self.parent.clone(),
-            self.module.name.clone(),
+            program,
             self.limits,
             (
                 self.me.stats.clone().unwrap_or_default(),

@@ -67,7 +67,7 @@ impl Cell {
         let successor = match self.instance.as_mut() {
             Some(old) => {
                 let old = old.state();
-                let mut core = old.core.successor();
+                let mut core = old.core.successor(module.version.clone());
                 core.grants = module.grants.as_slice().into();
                 let caps = self.caps.states(&core, Origin::Upgraded { old: &old.caps });
                 ActorState {

@@ -8,6 +8,7 @@
 //! | `events`    | (persistence id, seq) | the event bytes                       |
 //! | `outbox`    | outbox id             | an [`OutboxRow`] (postcard)           |
 //! | `reminders` | reminder id           | a [`ReminderRow`] (postcard)          |
+//! | `owners`    | persistence id        | who writes it (see `owners`)          |
 //! | `meta`      | `next-outbox`, `next-reminder` | the next ids to hand out (u64 LE) |
 //!
 //! Invariants:
@@ -23,12 +24,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
+use super::owners::{self, Owner};
 use crate::message::Receipt;
 use crate::storage::committer::Write;
-use crate::storage::database::{self, Database, DatabaseError, decode, encode, failed};
+use crate::storage::database::{self, Database, DatabaseError, decode, encode, failed, readable};
 
 pub(crate) const SNAPSHOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshots");
 pub(crate) const SEQUENCES: TableDefinition<&str, u64> = TableDefinition::new("sequences");
@@ -114,6 +116,7 @@ impl Journal {
             txn.open_table(EVENTS).map_err(failed)?;
             txn.open_table(OUTBOX).map_err(failed)?;
             txn.open_table(REMINDERS).map_err(failed)?;
+            txn.open_table(owners::OWNERS).map_err(failed)?;
             if old_schema {
                 migrated = scope_legacy_ids(txn)?;
                 Database::set_schema(txn)?;
@@ -241,30 +244,12 @@ impl Journal {
 
     /// The latest snapshot of `pid`.
     pub(crate) fn snapshot(&self, pid: &str) -> Result<Option<StoredSnapshot>, DatabaseError> {
-        let read = self.db.read()?;
-        let table = read.open_table(SNAPSHOTS).map_err(failed)?;
-        let Some(value) = table.get(pid).map_err(failed)? else {
-            return Ok(None);
-        };
-        let bytes = value.value();
-        let Some((seq, state)) = bytes.split_first_chunk::<8>() else {
-            // A snapshot record is at least its 8-byte seq.
-            return Err(DatabaseError::Damaged {
-                table: "snapshots",
-                source: postcard::Error::DeserializeUnexpectedEnd,
-            });
-        };
-        Ok(Some(StoredSnapshot {
-            seq: u64::from_le_bytes(*seq),
-            state: state.to_vec(),
-        }))
+        read_snapshot(&self.db.read()?, pid)
     }
 
     /// The latest event seq of `pid` (0 if it never persisted one).
     pub(crate) fn last_seq(&self, pid: &str) -> Result<u64, DatabaseError> {
-        let read = self.db.read()?;
-        let table = read.open_table(SEQUENCES).map_err(failed)?;
-        Ok(table.get(pid).map_err(failed)?.map_or(0, |v| v.value()))
+        read_last_seq(&self.db.read()?, pid)
     }
 
     /// Up to `max` events of `pid` after `after`, in order.
@@ -274,21 +259,7 @@ impl Journal {
         after: u64,
         max: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, DatabaseError> {
-        let Some(from) = after.checked_add(1) else {
-            return Ok(Vec::new());
-        };
-        let read = self.db.read()?;
-        let table = read.open_table(EVENTS).map_err(failed)?;
-        let mut out = Vec::new();
-        for entry in table
-            .range((pid, from)..=(pid, u64::MAX))
-            .map_err(failed)?
-            .take(max)
-        {
-            let (key, value) = entry.map_err(failed)?;
-            out.push((key.value().1, value.value().to_vec()));
-        }
-        Ok(out)
+        read_events(&self.db.read()?, pid, after, u64::MAX, max)
     }
 
     /// Every outbox message and reminder not yet acknowledged.
@@ -320,6 +291,66 @@ impl Journal {
         let table = read.open_table(OUTBOX).map_err(failed)?;
         table.len().map_err(failed)
     }
+}
+
+/// The latest snapshot of `pid`, as `read` sees it.
+pub(crate) fn read_snapshot(
+    read: &ReadTransaction,
+    pid: &str,
+) -> Result<Option<StoredSnapshot>, DatabaseError> {
+    let Some(table) = readable(read, SNAPSHOTS)? else {
+        return Ok(None);
+    };
+    let Some(value) = table.get(pid).map_err(failed)? else {
+        return Ok(None);
+    };
+    let bytes = value.value();
+    let Some((seq, state)) = bytes.split_first_chunk::<8>() else {
+        // A snapshot record is at least its 8-byte seq.
+        return Err(DatabaseError::Damaged {
+            table: "snapshots",
+            source: postcard::Error::DeserializeUnexpectedEnd,
+        });
+    };
+    Ok(Some(StoredSnapshot {
+        seq: u64::from_le_bytes(*seq),
+        state: state.to_vec(),
+    }))
+}
+
+/// The latest event seq of `pid` (0 if it never persisted one), as `read` sees it.
+pub(crate) fn read_last_seq(read: &ReadTransaction, pid: &str) -> Result<u64, DatabaseError> {
+    let Some(table) = readable(read, SEQUENCES)? else {
+        return Ok(0);
+    };
+    Ok(table.get(pid).map_err(failed)?.map_or(0, |v| v.value()))
+}
+
+/// Up to `max` events of `pid` after `after` and at most `through`, in order, as `read` sees
+/// them.
+pub(crate) fn read_events(
+    read: &ReadTransaction,
+    pid: &str,
+    after: u64,
+    through: u64,
+    max: usize,
+) -> Result<Vec<(u64, Vec<u8>)>, DatabaseError> {
+    let Some(from) = after.checked_add(1).filter(|from| *from <= through) else {
+        return Ok(Vec::new());
+    };
+    let Some(table) = readable(read, EVENTS)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for entry in table
+        .range((pid, from)..=(pid, through))
+        .map_err(failed)?
+        .take(max)
+    {
+        let (key, value) = entry.map_err(failed)?;
+        out.push((key.value().1, value.value().to_vec()));
+    }
+    Ok(out)
 }
 
 /// Schema 1 -> 2: every persistence id `X` becomes `?:X`. Returns how many ids it moved.
@@ -422,6 +453,8 @@ pub(crate) struct StepWrite {
     pub(crate) outbox: Vec<(u64, OutboxRow)>,
     /// Durable messages this step consumed.
     pub(crate) acks: Vec<Receipt>,
+    /// The writer of `pid`, to record with this step (its instance's first commit).
+    pub(crate) owner: Option<Owner>,
 }
 
 impl Write for StepWrite {
@@ -471,6 +504,7 @@ impl Write for StepWrite {
                             postcard::from_bytes::<ReminderRow>(v).is_ok_and(|r| r.owner != pid)
                         })
                         .map_err(failed)?;
+                    owners::remove(txn, pid)?;
                 }
                 Op::Remind { id, row } => {
                     let mut reminders = txn.open_table(REMINDERS).map_err(failed)?;
@@ -487,6 +521,9 @@ impl Write for StepWrite {
         if let Some(seq) = self.last_seq {
             let mut sequences = txn.open_table(SEQUENCES).map_err(failed)?;
             sequences.insert(pid, seq).map_err(failed)?;
+        }
+        if let Some(owner) = &self.owner {
+            owners::record(txn, pid, owner)?;
         }
         if !self.outbox.is_empty() {
             let mut outbox = txn.open_table(OUTBOX).map_err(failed)?;
@@ -632,6 +669,7 @@ mod tests {
             last_seq: Some(2),
             outbox: vec![(id, row("/user/x"))],
             acks: Vec::new(),
+            owner: None,
         };
         commit(&journal, &step);
         assert_eq!(journal.last_seq("p").unwrap(), 2);

@@ -29,10 +29,15 @@
 //! - A failed call gives its event numbers back and arms none of its reminders.
 //! - An actor reaches only the durable state of its own scope: a persistence id is
 //!   `<scope>:<name>`, the scope being the actor's module name or `@<kind>` for an entity.
+//! - A replay's persistence (see `history`) reads one id's history up to an event and writes
+//!   nothing: it has no database writer at all, and what its actor would write is counted and
+//!   dropped when the step is sealed.
 
 mod backlog;
 pub(crate) mod entities;
+pub(crate) mod history;
 pub(crate) mod journal;
+pub(crate) mod owners;
 mod reminders;
 
 use std::collections::HashMap;
@@ -46,7 +51,9 @@ use wasmtime::component::Linker;
 
 use self::backlog::{Parked, Parking};
 use self::entities::{Entities, EntityOptions};
+use self::history::History;
 use self::journal::{Ack, Journal, Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
+use self::owners::Owner;
 use self::reminders::{Reminder, Reminders};
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
@@ -77,10 +84,19 @@ struct Durable {
     committer: Arc<Committer>,
 }
 
+/// Where persistent actors' state lives.
+enum Store {
+    /// Nowhere: the host runs without a database (`recover` answers `unavailable`).
+    Volatile,
+    /// In the host's database.
+    Durable(Durable),
+    /// In a history read for a replay, which writes nothing.
+    Replay(Arc<History>),
+}
+
 /// The capability behind the `persistence` interface.
 pub(crate) struct Persistence {
-    /// `None` when the host runs without a database.
-    durable: Option<Durable>,
+    store: Store,
     parking: Arc<Parking>,
     pub(crate) entities: Arc<Entities>,
     reminders: Reminders,
@@ -114,17 +130,32 @@ struct Journaled {
     seq_changed: bool,
     /// Reminders this call scheduled, armed when it commits.
     arm: Vec<Arm>,
+    /// The instance as the writer of `pid`, until a commit has recorded it.
+    owner: Option<Box<Owner>>,
 }
 
 impl Journaled {
-    fn new(pid: String, seq: u64) -> Self {
+    /// The journal of `actor`'s instance, which recovered `pid` at event `seq`.
+    fn new(pid: String, seq: u64, actor: &ActorCore) -> Self {
         Journaled {
             pid,
             seq,
             ops: Vec::new(),
             seq_changed: false,
             arm: Vec::new(),
+            owner: Some(Box::new(owner_of(actor, seq))),
         }
+    }
+}
+
+/// `actor` as the writer of the events after `seq`.
+fn owner_of(actor: &ActorCore, seq: u64) -> Owner {
+    Owner {
+        module: actor.module.to_string(),
+        version: actor.version.to_string(),
+        path: actor.me.path.to_string(),
+        init: actor.init.to_vec(),
+        since: seq.saturating_add(1),
     }
 }
 
@@ -158,7 +189,15 @@ impl Persistence {
 
     /// The committer's counters, if the host has a database.
     pub(crate) fn stats(&self) -> Option<CommitStats> {
-        self.durable.as_ref().map(|d| d.committer.stats())
+        self.durable().map(|d| d.committer.stats())
+    }
+
+    /// The host's database side, if it has one.
+    fn durable(&self) -> Option<&Durable> {
+        match &self.store {
+            Store::Durable(durable) => Some(durable),
+            Store::Volatile | Store::Replay(_) => None,
+        }
     }
 
     fn release_claim(&self, pid: &str, holder: &Address) {
@@ -175,8 +214,9 @@ impl Capability for Persistence {
 
     fn new(env: &Env<'_>) -> Result<Self, HostError> {
         let parking = Arc::new(Parking::default());
-        let durable = match env.database {
-            Some(db) => {
+        let store = match (env.replay, env.database) {
+            (Some(history), _) => Store::Replay(history.clone()),
+            (None, Some(db)) => {
                 let journal = Arc::new(Journal::open(db.clone())?);
                 let backlog = journal.backlog()?;
                 let finish = {
@@ -193,12 +233,12 @@ impl Capability for Persistence {
                 }
                 let (messages, reminders) = parking.len();
                 tracing::info!(path = %db.path().display(), messages, reminders, "database opened");
-                Some(Durable { journal, committer })
+                Store::Durable(Durable { journal, committer })
             }
-            None => None,
+            (None, None) => Store::Volatile,
         };
         Ok(Persistence {
-            durable,
+            store,
             parking,
             entities: Arc::default(),
             reminders: Reminders::default(),
@@ -240,14 +280,14 @@ impl Capability for Persistence {
                 journal: old
                     .journal
                     .as_ref()
-                    .map(|j| Journaled::new(j.pid.clone(), j.seq)),
+                    .map(|j| Journaled::new(j.pid.clone(), j.seq, actor)),
                 recovery: None,
             },
         }
     }
 
     fn metrics(&self, registry: &mut Registry) {
-        let Some(durable) = &self.durable else {
+        let Some(durable) = self.durable() else {
             return;
         };
         let stats = durable.committer.stats();
@@ -275,7 +315,7 @@ impl Capability for Persistence {
     }
 
     async fn shutdown(&self) {
-        if let Some(durable) = &self.durable {
+        if let Some(durable) = self.durable() {
             durable.committer.flush().await;
             durable.committer.close();
         }
@@ -298,11 +338,18 @@ impl Capability for Persistence {
         consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
         let journal = state.journal.as_mut()?;
-        let durable = self.durable.as_ref()?;
         if let Some((tracker, _)) = state.recovery.take() {
             // The call that recovered has returned: recovery is over.
             tracker.finish(Ok(()));
         }
+        let durable = match &self.store {
+            Store::Durable(durable) => durable,
+            Store::Replay(history) => {
+                history::drop_writes(history, journal);
+                return None;
+            }
+            Store::Volatile => return None,
+        };
         let ops = std::mem::take(&mut journal.ops);
         let seq_changed = std::mem::replace(&mut journal.seq_changed, false);
         let arm = std::mem::take(&mut journal.arm);
@@ -343,6 +390,7 @@ impl Capability for Persistence {
             last_seq: seq_changed.then_some(journal.seq),
             outbox,
             acks: std::mem::take(consumed),
+            owner: journal.owner.take().map(|owner| *owner),
         };
         let committer = durable.committer.clone();
         Some(Box::pin(async move {
@@ -354,7 +402,7 @@ impl Capability for Persistence {
     }
 
     fn acknowledge(&self, receipt: Receipt) -> Option<Commit> {
-        let committer = self.durable.as_ref()?.committer.clone();
+        let committer = self.durable()?.committer.clone();
         Some(Box::pin(async move {
             committer
                 .commit(Box::new(Ack(receipt)))
@@ -423,7 +471,7 @@ impl Capability for Persistence {
     }
 
     fn settle(&self, receipt: Receipt) {
-        if let Some(durable) = &self.durable {
+        if let Some(durable) = self.durable() {
             durable.committer.lazy(Box::new(Ack(receipt)));
         }
     }
@@ -483,7 +531,7 @@ fn storage(e: DatabaseError) -> PersistError {
 
 impl Call<'_, Persistence> {
     fn journal(&mut self) -> Result<&mut Journaled, PersistError> {
-        if self.cap.durable.is_none() {
+        if let Store::Volatile = self.cap.store {
             return Err(PersistError::Unavailable);
         }
         self.state
@@ -529,8 +577,10 @@ impl wit::Host for Call<'_, Persistence> {
 
     fn recover(&mut self) -> Result<Option<WitSnapshot>, PersistError> {
         let pid = self.persistence_id();
-        let Some(durable) = self.cap.durable.as_ref() else {
-            return Err(PersistError::Unavailable);
+        let durable = match &self.cap.store {
+            Store::Durable(durable) => durable,
+            Store::Replay(history) => return self.recover_replayed(pid, &history.clone()),
+            Store::Volatile => return Err(PersistError::Unavailable),
         };
         {
             let mut claims = self.cap.claims.lock().unwrap_or_else(|p| p.into_inner());
@@ -569,7 +619,7 @@ impl wit::Host for Call<'_, Persistence> {
         }
         match &mut self.state.journal {
             Some(j) => j.seq = j.seq.max(seq),
-            None => self.state.journal = Some(Journaled::new(pid, seq)),
+            None => self.state.journal = Some(Journaled::new(pid, seq, self.actor)),
         }
         // From now on this actor's steps are committed before their effects.
         self.actor.step.hold();
@@ -581,11 +631,13 @@ impl wit::Host for Call<'_, Persistence> {
 
     fn replay(&mut self, after: u64, max: u32) -> Result<Vec<WitEvent>, PersistError> {
         let pid = self.journal()?.pid.clone();
-        let Some(durable) = self.cap.durable.as_ref() else {
-            return Err(PersistError::Unavailable);
-        };
         let max = (max as usize).min(MAX_REPLAY_PAGE);
-        let events = durable.journal.events(&pid, after, max).map_err(storage)?;
+        let events = match &self.cap.store {
+            Store::Durable(durable) => durable.journal.events(&pid, after, max),
+            Store::Replay(history) => history.events(after, max),
+            Store::Volatile => return Err(PersistError::Unavailable),
+        }
+        .map_err(storage)?;
         if let Some((tracker, from)) = &mut self.state.recovery
             && let Some((last, _)) = events.last()
         {
@@ -621,11 +673,14 @@ impl wit::Host for Call<'_, Persistence> {
     }
 
     fn delete_state(&mut self) -> Result<(), PersistError> {
+        let owner = owner_of(self.actor, 0);
         let j = self.journal()?;
         j.seq = 0;
         j.seq_changed = false;
         j.ops.push(Op::DeleteState);
         j.arm.clear();
+        // The row goes with the state; the events numbered from 1 again are this instance's.
+        j.owner = Some(Box::new(owner));
         let pid = j.pid.clone();
         self.cap.reminders.cancel_all(&pid);
         Ok(())
@@ -654,16 +709,18 @@ impl wit::Host for Call<'_, Persistence> {
             .check_period(period)
             .map_err(|q| PersistError::Quota(self.actor.refuse(q).into()))?;
         let me = self.actor.me.clone();
-        let Some(durable) = self.cap.durable.as_ref() else {
-            return Err(PersistError::Unavailable);
-        };
-        let reminders = &self.cap.reminders;
+        let cap = self.cap;
+        let reminders = &cap.reminders;
         let j = self.journal()?;
         if reminders.owned(&j.pid) + j.arm.len() >= quotas.reminders {
             let quota = self.actor.refuse(Quota::Reminders);
             return Err(PersistError::Quota(quota.into()));
         }
-        let id = durable.journal.allocate_reminder();
+        let id = match &cap.store {
+            Store::Durable(durable) => durable.journal.allocate_reminder(),
+            Store::Replay(history) => history.allocate_reminder(),
+            Store::Volatile => return Err(PersistError::Unavailable),
+        };
         let period_ms = period.map(|p| p.as_millis() as u64);
         let row = ReminderRow {
             owner: j.pid.clone(),
@@ -721,6 +778,7 @@ mod tests {
             config: &HostConfig::new(),
             database: Some(&db),
             guest_log: &GuestLog::start(1),
+            replay: None,
         })
         .expect("a persistence service");
         let write = StepWrite {
@@ -743,7 +801,7 @@ mod tests {
     }
 
     fn outbox(persistence: &Persistence) -> u64 {
-        let journal = &persistence.durable.as_ref().expect("durable").journal;
+        let journal = &persistence.durable().expect("durable").journal;
         journal.outbox_len().expect("the outbox")
     }
 
@@ -769,7 +827,7 @@ mod tests {
     #[test]
     fn a_failed_acknowledgement_is_an_error_and_the_row_stays() {
         let (persistence, _scratch) = persistence(1);
-        persistence.durable.as_ref().unwrap().committer.close();
+        persistence.durable().unwrap().committer.close();
         let ack = persistence.acknowledge(Receipt::Outbox(1)).unwrap();
         assert!(
             runtime().block_on(ack).is_err(),
@@ -784,6 +842,7 @@ mod tests {
             config: &HostConfig::new(),
             database: None,
             guest_log: &GuestLog::start(1),
+            replay: None,
         })
         .expect("a persistence service");
         assert!(volatile.acknowledge(Receipt::Outbox(1)).is_none());

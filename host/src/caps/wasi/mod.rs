@@ -8,6 +8,8 @@
 //! - A module imports `wasi:http` only if granted: deploy refuses it otherwise, so the one
 //!   linker that holds it serves every module without giving it to any that was not granted.
 //! - An actor that never calls WASI costs no WASI context: it is built at the first call.
+//! - In a replay's sandbox every outgoing `wasi:http` request is denied before it is sent
+//!   (`HTTP request denied`): a replay releases nothing.
 
 mod output;
 
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use self::output::GuestOutput;
 use super::capability::{ActorState, Capability, Env, Grant, Origin, Provides};
@@ -27,6 +29,8 @@ use crate::guestlog::GuestLog;
 pub(crate) struct Wasi {
     /// Where guest stdout and stderr go.
     log: Arc<GuestLog>,
+    /// Set in a replay's sandbox: no request leaves it.
+    sealed: bool,
 }
 
 /// One actor instance's WASI: its context and resources. The context takes the actor's path
@@ -40,6 +44,9 @@ pub(crate) struct Sandboxed {
     /// Built at the first `wasi:http` call.
     http: Option<Box<WasiHttpCtx>>,
     table: ResourceTable,
+    /// Set in a replay's sandbox: requests are denied, by these hooks (no size).
+    sealed: bool,
+    denied: Denied,
 }
 
 /// The WASI context of `actor`: its output goes to `sink`, charged to its log budget.
@@ -77,6 +84,7 @@ impl Capability for Wasi {
     fn new(env: &Env<'_>) -> Result<Self, HostError> {
         Ok(Wasi {
             log: env.guest_log.clone(),
+            sealed: env.replay.is_some(),
         })
     }
 
@@ -91,6 +99,8 @@ impl Capability for Wasi {
             ctx: None,
             http: None,
             table: ResourceTable::new(),
+            sealed: self.sealed,
+            denied: Denied,
         }
     }
 }
@@ -110,11 +120,45 @@ impl<K: Provides<Wasi>> WasiView for ActorState<K> {
 
 impl<K: Provides<Wasi>> WasiHttpView for ActorState<K> {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
-        let Sandboxed { http, table, .. } = K::state(&mut self.caps);
+        let Sandboxed {
+            http,
+            table,
+            sealed,
+            denied,
+            ..
+        } = K::state(&mut self.caps);
+        let hooks: &mut dyn WasiHttpHooks = match sealed {
+            true => denied,
+            false => wasmtime_wasi_http::default_hooks(),
+        };
         WasiHttpCtxView {
-            hooks: wasmtime_wasi_http::default_hooks(),
+            hooks,
             ctx: http.get_or_insert_with(|| Box::new(WasiHttpCtx::new())),
             table,
         }
+    }
+}
+
+/// The hooks of a replay's sandbox: every outgoing request is denied.
+struct Denied;
+
+impl WasiHttpHooks for Denied {
+    fn send_request(
+        &mut self,
+        _request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
     }
 }
