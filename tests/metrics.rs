@@ -200,6 +200,29 @@ async fn capabilities_export_their_own_series() {
     );
     assert_eq!(value(&m, "mote_asks_pending"), 0.0);
 
+    // A refusal is counted by quota, and stays counted after its actor stops: a 1 ms period
+    // is below the minimum.
+    system.spawn("fast", "ticker", b"/system/nobody").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    tell(
+        &system,
+        "/user/fast",
+        &Timer::Every {
+            period_ms: 1,
+            tag: 1,
+        },
+    );
+    tokio::time::timeout(mote_tests::DEADLINE, decisions.recv())
+        .await
+        .expect("the refused ticker fails")
+        .unwrap();
+    let refused = "mote_refusals_total{quota=\"timer-period\"}";
+    assert_eq!(value(&scrape(&system), refused), 1.0);
+    let fast = system.lookup("/user/fast").unwrap();
+    system.stop("/user/fast");
+    system.terminated(&fast).await;
+    assert_eq!(value(&scrape(&system), refused), 1.0, "kept after its stop");
+
     // A periodic timer is pending while its actor lives.
     system.spawn("t", "ticker", b"/system/nobody").unwrap();
     tell(

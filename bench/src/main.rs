@@ -69,6 +69,9 @@ struct Args {
     /// List compiled guest code in /tmp/perf-<pid>.map for `perf report`.
     #[arg(long)]
     perf_map: bool,
+    /// Measure every actor's CPU time, as a host serving its metrics (`mote run --http`) does.
+    #[arg(long)]
+    metrics: bool,
     /// Epoch tick in microseconds (the host default is 1000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
@@ -167,6 +170,7 @@ fn system_with(
     config.pooling(args.pooling);
     config.workers(args.threads);
     config.perf_map(args.perf_map);
+    config.meter_cpu(args.metrics);
     if let Some(bytes) = args.image_threshold {
         config.image_threshold(bytes);
     }

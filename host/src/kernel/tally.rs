@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::actor::mailbox::ActorRef;
 use crate::actor::supervisor::FailureKind;
+use crate::quota::Quota;
 use crate::stats::StatsSnapshot;
 
 /// Counts kept across the lives of actors.
@@ -21,7 +22,16 @@ use crate::stats::StatsSnapshot;
 pub(crate) struct Tally {
     spawns: AtomicU64,
     failures: Mutex<HashMap<(Arc<str>, FailureKind), u64>>,
-    retired: Mutex<HashMap<Arc<str>, StatsSnapshot>>,
+    retired: Mutex<Retired>,
+}
+
+/// What stopped actors did.
+#[derive(Default)]
+pub(crate) struct Retired {
+    /// Their figures, by module.
+    pub(crate) modules: HashMap<Arc<str>, StatsSnapshot>,
+    /// Their refusals, by quota (in the order of [`Quota::ALL`]).
+    pub(crate) refusals: [u64; Quota::ALL.len()],
 }
 
 impl Tally {
@@ -60,16 +70,16 @@ impl Tally {
         if let (Some(module), Some(stats)) = (&actor.module, &actor.stats) {
             let mut last = stats.snapshot();
             last.memory_bytes = 0;
-            *retired.entry(module.clone()).or_default() += last;
+            *retired.modules.entry(module.clone()).or_default() += last;
+            for (quota, n) in stats.refusals.snapshot() {
+                retired.refusals[quota as usize] += n;
+            }
         }
         true
     }
 
     /// Runs `f` on the retired totals by module; no actor retires meanwhile.
-    pub(crate) fn with_retired<R>(
-        &self,
-        f: impl FnOnce(&HashMap<Arc<str>, StatsSnapshot>) -> R,
-    ) -> R {
+    pub(crate) fn with_retired<R>(&self, f: impl FnOnce(&Retired) -> R) -> R {
         f(&self.retired.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -89,15 +99,21 @@ mod tests {
         stats.received.bump();
         stats.received.bump();
         stats.usage.set_memory(65536);
+        stats.refusals.add(Quota::Timers, 3);
         assert!(tally.retire(&actor, || true));
         assert!(tally.retire(&actor, || true));
         assert!(!tally.retire(&actor, || false), "not released, not counted");
-        let (received, memory) = tally.with_retired(|r| {
-            let c = &r[&Arc::<str>::from("counter")];
-            (c.received, c.memory_bytes)
+        let (received, memory, timers) = tally.with_retired(|r| {
+            let c = &r.modules[&Arc::<str>::from("counter")];
+            (
+                c.received,
+                c.memory_bytes,
+                r.refusals[Quota::Timers as usize],
+            )
         });
         assert_eq!(received, 4, "both lives count");
         assert_eq!(memory, 0, "a stopped actor holds no memory");
+        assert_eq!(timers, 6, "its refusals are kept by quota, both lives");
     }
 
     #[test]

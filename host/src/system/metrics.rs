@@ -221,8 +221,11 @@ impl ActorSystem {
                     }
                 }
             });
-            for (module, stats) in retired {
+            for (module, stats) in &retired.modules {
                 modules.entry(module.clone()).or_default().stats += *stats;
+            }
+            for (sum, n) in refusals.iter_mut().zip(retired.refusals) {
+                *sum += n;
             }
         });
         for Reverse((_, path)) in busiest {
@@ -264,7 +267,7 @@ impl ActorSystem {
         }
         registry.register(
             "refusals",
-            "Requests of live actors refused past a quota, by quota",
+            "Requests refused past a quota, by quota",
             refused,
         );
         let failures = Family::<FailureLabel, Counter>::default();
