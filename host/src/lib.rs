@@ -18,7 +18,7 @@
 //!
 //! ```text
 //!  system      ActorSystem, Probe, Replay: the public API; wires the layers at start
-//!    │
+//!    │         (wiring) · metrics (the OpenMetrics scrape)
 //!  deploy      upgrade (rolling hot swap) · modules (registry, checks, compiled cache, records)
 //!    │         · manifest
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
@@ -31,13 +31,14 @@
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)
 //!    │
 //!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)
-//!    │
+//!    │         · tally (counts kept across actors' lives, for the metrics)
 //!  actor       mailbox (three lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
 //!  sched       the actor scheduler: worker threads polling cells (tokio keeps I/O, time)
 //!  storage     database (the redb file) · committer (group commit)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
-//!  vocabulary  address · message · quota · config · error
+//!  vocabulary  address · message · quota · config · error · stats (each actor's figures)
+//!              · progress (long work reported as it goes)
 //! ```
 //!
 //! Adding a capability is its unit under `caps/`, its interface in `wit/actor.wit`, and one

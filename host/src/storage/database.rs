@@ -301,19 +301,23 @@ mod tests {
         assert_eq!(db.counter("absent").unwrap(), 0);
     }
 
+    /// A redb file of another program, `theirs.redb` in `dir`.
+    fn foreign(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("theirs.redb");
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(TableDefinition::<&str, u64>::new("theirs"))
+            .unwrap()
+            .insert("k", 1)
+            .unwrap();
+        txn.commit().unwrap();
+        path
+    }
+
     #[test]
     fn a_file_of_another_program_is_refused_untouched() {
         let scratch = Scratch::new("db");
-        let path = scratch.0.join("theirs.redb");
-        {
-            let db = redb::Database::create(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(TableDefinition::<&str, u64>::new("theirs"))
-                .unwrap()
-                .insert("k", 1)
-                .unwrap();
-            txn.commit().unwrap();
-        }
+        let path = foreign(&scratch.0);
         assert!(matches!(
             Database::open(&path),
             Err(DatabaseError::Foreign { .. })
@@ -367,16 +371,7 @@ mod tests {
         drop(db);
         assert!(std::fs::read(&empty).unwrap() == before, "not adopted");
 
-        let theirs = scratch.0.join("theirs.redb");
-        {
-            let db = redb::Database::create(&theirs).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(TableDefinition::<&str, u64>::new("theirs"))
-                .unwrap()
-                .insert("k", 1)
-                .unwrap();
-            txn.commit().unwrap();
-        }
+        let theirs = foreign(&scratch.0);
         assert!(matches!(
             ReadOnlyDatabase::open(&theirs),
             Err(DatabaseError::Foreign { .. })

@@ -22,8 +22,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::{Registry, Unit};
 
-use super::ActorSystem;
 use crate::actor::mailbox::ActorRef;
+use crate::caps::Caps;
+use crate::guestlog::GuestLog;
+use crate::kernel::Kernel;
 use crate::quota::Quota;
 use crate::stats::StatsSnapshot;
 
@@ -178,154 +180,159 @@ impl<L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send +
     }
 }
 
-impl ActorSystem {
-    /// The host's metrics now, in the OpenMetrics text format (served at `/metrics`; Prometheus
-    /// reads it). Names are listed in the README's Observability section.
-    pub fn metrics(&self, query: &MetricsQuery) -> String {
-        let mut registry = Registry::with_prefix("mote");
-        self.kernel_metrics(&mut registry, query);
-        self.caps.metrics(&mut registry);
-        let mut out = String::new();
-        if encode(&mut out, &registry).is_err() {
-            tracing::error!("could not encode the metrics");
-        }
-        out
-    }
+/// What a scrape reads: the parts of a host that keep counts.
+pub(crate) struct Sources<'a> {
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) caps: &'a Caps,
+    pub(crate) upgrades: &'a Upgrades,
+    pub(crate) guest_log: &'a GuestLog,
+}
 
-    fn kernel_metrics(&self, registry: &mut Registry, query: &MetricsQuery) {
-        let kernel = &self.kernel;
-        let top = query.top.unwrap_or(kernel.config.metrics_top);
-        let mut modules: HashMap<Arc<str>, ModuleFigures> = HashMap::new();
-        let mut busiest: BinaryHeap<Reverse<(u64, String)>> = BinaryHeap::new();
-        let mut named: Vec<ActorRef> = Vec::new();
-        let mut refusals = [0u64; Quota::ALL.len()];
-        let mut live = 0i64;
-        kernel.tally.with_retired(|retired| {
-            kernel.registry.for_each(|actor| {
-                let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
-                    return;
-                };
-                live += 1;
-                let snapshot = stats.snapshot();
-                for (quota, n) in stats.refusals.snapshot() {
-                    refusals[quota as usize] += n;
-                }
-                let figures = modules.entry(module.clone()).or_default();
-                figures.live += 1;
-                figures.mailbox += i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
-                figures.stats += snapshot;
-                if top > 0 {
-                    busiest.push(Reverse((snapshot.received, actor.address.path.to_string())));
-                    if busiest.len() > top {
-                        busiest.pop();
-                    }
-                }
-            });
-            for (module, stats) in &retired.modules {
-                modules.entry(module.clone()).or_default().stats += *stats;
+/// The host's metrics now, in the OpenMetrics text format.
+pub(crate) fn scrape(sources: &Sources<'_>, query: &MetricsQuery) -> String {
+    let mut registry = Registry::with_prefix("mote");
+    kernel_metrics(sources, &mut registry, query);
+    sources.caps.metrics(&mut registry);
+    let mut out = String::new();
+    if encode(&mut out, &registry).is_err() {
+        tracing::error!("could not encode the metrics");
+    }
+    out
+}
+
+fn kernel_metrics(sources: &Sources<'_>, registry: &mut Registry, query: &MetricsQuery) {
+    let kernel = sources.kernel;
+    let top = query.top.unwrap_or(kernel.config.metrics_top);
+    let mut modules: HashMap<Arc<str>, ModuleFigures> = HashMap::new();
+    let mut busiest: BinaryHeap<Reverse<(u64, String)>> = BinaryHeap::new();
+    let mut named: Vec<ActorRef> = Vec::new();
+    let mut refusals = [0u64; Quota::ALL.len()];
+    let mut live = 0i64;
+    kernel.tally.with_retired(|retired| {
+        kernel.registry.for_each(|actor| {
+            let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
+                return;
+            };
+            live += 1;
+            let snapshot = stats.snapshot();
+            for (quota, n) in stats.refusals.snapshot() {
+                refusals[quota as usize] += n;
             }
-            for (sum, n) in refusals.iter_mut().zip(retired.refusals) {
-                *sum += n;
+            let figures = modules.entry(module.clone()).or_default();
+            figures.live += 1;
+            figures.mailbox += i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
+            figures.stats += snapshot;
+            if top > 0 {
+                busiest.push(Reverse((snapshot.received, actor.address.path.to_string())));
+                if busiest.len() > top {
+                    busiest.pop();
+                }
             }
         });
-        for Reverse((_, path)) in busiest {
-            named.extend(kernel.registry.get(&path));
+        for (module, stats) in &retired.modules {
+            modules.entry(module.clone()).or_default().stats += *stats;
         }
-        for path in &query.actors {
-            if let Some(actor) = kernel.registry.get(path)
-                && !named.iter().any(|a| a.address == actor.address)
-            {
-                named.push(actor);
-            }
+        for (sum, n) in refusals.iter_mut().zip(retired.refusals) {
+            *sum += n;
         }
+    });
+    for Reverse((_, path)) in busiest {
+        named.extend(kernel.registry.get(&path));
+    }
+    for path in &query.actors {
+        if let Some(actor) = kernel.registry.get(path)
+            && !named.iter().any(|a| a.address == actor.address)
+        {
+            named.push(actor);
+        }
+    }
 
-        registry.register(
-            "actors_live",
-            "Live actors (not probes or ask endpoints)",
-            ConstGauge::new(live),
-        );
-        registry.register(
-            "spawns",
-            "Actors spawned, restarts not included",
-            ConstCounter::new(kernel.tally.spawns()),
-        );
-        let dead = Family::<ReasonLabel, Counter>::default();
-        for (reason, n) in kernel.dead_letters.by_reason() {
-            dead.get_or_create(&ReasonLabel {
-                reason: reason.name().to_owned(),
+    registry.register(
+        "actors_live",
+        "Live actors (not probes or ask endpoints)",
+        ConstGauge::new(live),
+    );
+    registry.register(
+        "spawns",
+        "Actors spawned, restarts not included",
+        ConstCounter::new(kernel.tally.spawns()),
+    );
+    let dead = Family::<ReasonLabel, Counter>::default();
+    for (reason, n) in kernel.dead_letters.by_reason() {
+        dead.get_or_create(&ReasonLabel {
+            reason: reason.name().to_owned(),
+        })
+        .inc_by(n);
+    }
+    registry.register("dead_letters", "Dead letters, by reason", dead);
+    let refused = Family::<QuotaLabel, Counter>::default();
+    for (quota, n) in Quota::ALL.iter().zip(refusals) {
+        refused
+            .get_or_create(&QuotaLabel {
+                quota: quota.name().to_owned(),
             })
             .inc_by(n);
-        }
-        registry.register("dead_letters", "Dead letters, by reason", dead);
-        let refused = Family::<QuotaLabel, Counter>::default();
-        for (quota, n) in Quota::ALL.iter().zip(refusals) {
-            refused
-                .get_or_create(&QuotaLabel {
-                    quota: quota.name().to_owned(),
-                })
-                .inc_by(n);
-        }
-        registry.register(
-            "refusals",
-            "Requests refused past a quota, by quota",
-            refused,
-        );
-        let failures = Family::<FailureLabel, Counter>::default();
-        for (module, kind, n) in kernel.tally.failures() {
-            failures
-                .get_or_create(&FailureLabel {
-                    module: module.to_string(),
-                    kind: kind.name().to_owned(),
-                })
-                .inc_by(n);
-        }
-        registry.register("failures", "Actor failures, by module and kind", failures);
-        let upgrades = Family::<OutcomeLabel, Counter>::default();
-        for (outcome, n) in [
-            ("upgraded", &self.upgrades.done),
-            ("failed", &self.upgrades.failed),
-        ] {
-            upgrades
-                .get_or_create(&OutcomeLabel {
-                    outcome: outcome.to_owned(),
-                })
-                .inc_by(n.load(Ordering::Relaxed));
-        }
-        registry.register(
-            "upgrades",
-            "Actors upgraded to another module version, by outcome",
-            upgrades,
-        );
-        registry.register(
-            "guest_log_dropped",
-            "Guest log lines dropped because the log writer was behind",
-            ConstCounter::new(self.guest_log.dropped()),
-        );
-
-        let per_module = Families::<ModuleLabel>::new();
-        let actors = Family::<ModuleLabel, Gauge>::default();
-        for (module, figures) in &modules {
-            let label = ModuleLabel {
-                module: module.to_string(),
-            };
-            per_module.add(&label, &figures.stats, figures.mailbox);
-            actors.get_or_create(&label).set(figures.live);
-        }
-        registry.register("module_actors", "Live actors, per module", actors);
-        per_module.register(registry, "module");
-
-        let per_actor = Families::<ActorLabel>::new();
-        for actor in &named {
-            let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
-                continue;
-            };
-            let label = ActorLabel {
-                actor: actor.address.path.to_string(),
-                module: module.to_string(),
-            };
-            let depth = i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
-            per_actor.add(&label, &stats.snapshot(), depth);
-        }
-        per_actor.register(registry, "actor");
     }
+    registry.register(
+        "refusals",
+        "Requests refused past a quota, by quota",
+        refused,
+    );
+    let failures = Family::<FailureLabel, Counter>::default();
+    for (module, kind, n) in kernel.tally.failures() {
+        failures
+            .get_or_create(&FailureLabel {
+                module: module.to_string(),
+                kind: kind.name().to_owned(),
+            })
+            .inc_by(n);
+    }
+    registry.register("failures", "Actor failures, by module and kind", failures);
+    let upgrades = Family::<OutcomeLabel, Counter>::default();
+    for (outcome, n) in [
+        ("upgraded", &sources.upgrades.done),
+        ("failed", &sources.upgrades.failed),
+    ] {
+        upgrades
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .inc_by(n.load(Ordering::Relaxed));
+    }
+    registry.register(
+        "upgrades",
+        "Actors upgraded to another module version, by outcome",
+        upgrades,
+    );
+    registry.register(
+        "guest_log_dropped",
+        "Guest log lines dropped because the log writer was behind",
+        ConstCounter::new(sources.guest_log.dropped()),
+    );
+
+    let per_module = Families::<ModuleLabel>::new();
+    let actors = Family::<ModuleLabel, Gauge>::default();
+    for (module, figures) in &modules {
+        let label = ModuleLabel {
+            module: module.to_string(),
+        };
+        per_module.add(&label, &figures.stats, figures.mailbox);
+        actors.get_or_create(&label).set(figures.live);
+    }
+    registry.register("module_actors", "Live actors, per module", actors);
+    per_module.register(registry, "module");
+
+    let per_actor = Families::<ActorLabel>::new();
+    for actor in &named {
+        let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
+            continue;
+        };
+        let label = ActorLabel {
+            actor: actor.address.path.to_string(),
+            module: module.to_string(),
+        };
+        let depth = i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
+        per_actor.add(&label, &stats.snapshot(), depth);
+    }
+    per_actor.register(registry, "actor");
 }

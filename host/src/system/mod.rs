@@ -6,6 +6,7 @@ mod metrics;
 mod outside;
 mod probe;
 mod replay;
+mod wiring;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,26 +14,23 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
-use wasmtime::Engine;
-use wasmtime::component::Linker;
 
 pub use self::metrics::MetricsQuery;
 use self::metrics::Upgrades;
 use self::outside::{check_outside, tell_outside};
 pub use self::probe::Probe;
 pub use self::replay::{Dropped, Recovered, Replay, ReplayOptions};
+use self::wiring::Wiring;
 use crate::actor::launch::Launcher;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
 use crate::actor::supervisor::Strategy;
 use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
-use crate::caps::capability::Env;
 use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
-use crate::caps::persistence::history::History;
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
-use crate::deploy::modules::{Backend, DEFAULT_VERSION, ModuleInfo, Modules};
+use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
@@ -41,9 +39,8 @@ use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
-use crate::progress::{Progress, Reports, Task};
+use crate::progress::{Progress, Task};
 use crate::quota::Quota;
-use crate::sandbox::engine::{EpochTicker, MemoryStrategy, build_engine};
 use crate::sched::Scheduler;
 use crate::stats::StatsSnapshot;
 use crate::storage::{CommitStats, Database};
@@ -515,6 +512,20 @@ impl ActorSystem {
         self.caps.timers.pending()
     }
 
+    /// The host's metrics now, in the OpenMetrics text format (served at `/metrics`; Prometheus
+    /// reads it). Names are listed in the README's Observability section.
+    pub fn metrics(&self, query: &MetricsQuery) -> String {
+        metrics::scrape(
+            &metrics::Sources {
+                kernel: &self.kernel,
+                caps: &self.caps,
+                upgrades: &self.upgrades,
+                guest_log: &self.guest_log,
+            },
+            query,
+        )
+    }
+
     /// Long work under way: compiles, rolling upgrades, recoveries of large journals.
     pub fn progress(&self) -> Vec<Progress> {
         self.kernel.reports.running()
@@ -613,67 +624,6 @@ impl ActorSystem {
         for actor in self.kernel.guardian.children() {
             actor.signal(SystemMsg::Stop(reason.clone()));
         }
-    }
-}
-
-/// The layers of a host below the kernel, wired together: the engines and their epoch ticker,
-/// the capabilities, and the module registry (linked against those capabilities).
-struct Wiring {
-    caps: Arc<Caps>,
-    modules: Arc<Modules>,
-    guest_log: Arc<GuestLog>,
-    ticker: Option<EpochTicker>,
-    /// Where long work is reported.
-    reports: Arc<Reports>,
-}
-
-impl Wiring {
-    /// Wires a host on `database` (its module versions are restored from it), or a replay's
-    /// sandbox on `replay`, which has no database.
-    fn new(
-        config: &HostConfig,
-        database: Option<&Arc<Database>>,
-        replay: Option<&Arc<History>>,
-    ) -> Result<Wiring, HostError> {
-        let arena = build_engine(config, MemoryStrategy::Arena)?;
-        let image = build_engine(config, MemoryStrategy::Image)?;
-        let ticker = match config.epoch_interruption {
-            true => Some(EpochTicker::start(&[&arena, &image], config)?),
-            false => None,
-        };
-        let guest_log = GuestLog::start(config.guest_log_queue);
-        let caps = Arc::new(Caps::new(&Env {
-            config,
-            database,
-            guest_log: &guest_log,
-            replay,
-        })?);
-        let cache = config.module_cache.clone().or_else(|| {
-            config
-                .storage
-                .as_ref()
-                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
-        });
-        let backend = |engine: Engine| -> Result<Backend, HostError> {
-            let mut linker = Linker::new(&engine);
-            Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
-            Ok(Backend::new(engine, linker, cache.clone()))
-        };
-        let reports = Arc::new(Reports::default());
-        let modules = Arc::new(Modules::new(
-            backend(arena)?,
-            backend(image)?,
-            config.image_threshold,
-            database.cloned(),
-            reports.clone(),
-        )?);
-        Ok(Wiring {
-            caps,
-            modules,
-            guest_log,
-            ticker,
-            reports,
-        })
     }
 }
 

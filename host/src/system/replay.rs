@@ -24,7 +24,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::Wiring;
+use super::wiring::Wiring;
 use crate::actor::core::{ActorCore, Program};
 use crate::actor::instance::{ActorInstance, Received, Stillborn};
 use crate::actor::mailbox::{ActorRef, Capacity, Mailbox};

@@ -18,13 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redb::{ReadTransaction, ReadableTable};
 
 use super::journal::{
-    EVENTS, Op, SEQUENCES, SNAPSHOTS, StoredSnapshot, read_events, read_last_seq, read_snapshot,
+    EVENTS, SEQUENCES, SNAPSHOTS, StoredSnapshot, read_events, read_last_seq, read_snapshot,
 };
 use super::owners::{self, OwnerRow};
-use super::{Journaled, Persistence};
-use crate::caps::capability::Call;
 use crate::error::ReplayError;
-use crate::sandbox::bindings::mote::actor::persistence::{PersistError, Snapshot as WitSnapshot};
 use crate::storage::database::{DatabaseError, ReadOnlyDatabase, SCHEMA_VERSION, failed, readable};
 
 /// At most this many ids are named when an id is unknown.
@@ -183,50 +180,6 @@ impl History {
     pub(crate) fn tallied(&self) -> Tally {
         *self.tally.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-impl Call<'_, Persistence> {
-    /// `recover` in a replay: the history's snapshot and target event, for its own id only.
-    pub(super) fn recover_replayed(
-        &mut self,
-        pid: String,
-        history: &History,
-    ) -> Result<Option<WitSnapshot>, PersistError> {
-        if pid != history.pid() {
-            return Err(PersistError::Storage(format!(
-                "this replay holds the history of {:?}, not of {pid:?}",
-                history.pid()
-            )));
-        }
-        let snapshot = history.recover();
-        match &mut self.state.journal {
-            Some(j) => j.seq = j.seq.max(history.until()),
-            None => self.state.journal = Some(Journaled::new(pid, history.until(), self.actor)),
-        }
-        self.actor.step.hold();
-        Ok(snapshot.map(|s| WitSnapshot {
-            seq: s.seq,
-            state: s.state,
-        }))
-    }
-}
-
-/// Drops what a replayed actor's step would have written, counting it.
-pub(super) fn drop_writes(history: &History, journal: &mut Journaled) {
-    let ops = std::mem::take(&mut journal.ops);
-    journal.seq_changed = false;
-    journal.arm.clear();
-    journal.owner = None;
-    history.tally(|t| {
-        for op in &ops {
-            match op {
-                Op::Event { .. } => t.events += 1,
-                Op::Snapshot { .. } => t.snapshots += 1,
-                Op::DeleteEvents { .. } | Op::DeleteState => t.deletions += 1,
-                Op::Remind { .. } | Op::CancelReminder { .. } => t.reminders += 1,
-            }
-        }
-    });
 }
 
 /// Where recovery of `pid` up to `until` starts, given its latest event `last`, the seq of its

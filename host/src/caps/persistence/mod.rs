@@ -345,7 +345,7 @@ impl Capability for Persistence {
         let durable = match &self.store {
             Store::Durable(durable) => durable,
             Store::Replay(history) => {
-                history::drop_writes(history, journal);
+                drop_writes(history, journal);
                 return None;
             }
             Store::Volatile => return None,
@@ -758,6 +758,50 @@ impl wit::Host for Call<'_, Persistence> {
         }
         cancelled
     }
+}
+
+impl Call<'_, Persistence> {
+    /// `recover` in a replay: the history's snapshot and target event, for its own id only.
+    fn recover_replayed(
+        &mut self,
+        pid: String,
+        history: &History,
+    ) -> Result<Option<WitSnapshot>, PersistError> {
+        if pid != history.pid() {
+            return Err(PersistError::Storage(format!(
+                "this replay holds the history of {:?}, not of {pid:?}",
+                history.pid()
+            )));
+        }
+        let snapshot = history.recover();
+        match &mut self.state.journal {
+            Some(j) => j.seq = j.seq.max(history.until()),
+            None => self.state.journal = Some(Journaled::new(pid, history.until(), self.actor)),
+        }
+        self.actor.step.hold();
+        Ok(snapshot.map(|s| WitSnapshot {
+            seq: s.seq,
+            state: s.state,
+        }))
+    }
+}
+
+/// Drops what a replayed actor's step would have written, counting it.
+fn drop_writes(history: &History, journal: &mut Journaled) {
+    let ops = std::mem::take(&mut journal.ops);
+    journal.seq_changed = false;
+    journal.arm.clear();
+    journal.owner = None;
+    history.tally(|t| {
+        for op in &ops {
+            match op {
+                Op::Event { .. } => t.events += 1,
+                Op::Snapshot { .. } => t.snapshots += 1,
+                Op::DeleteEvents { .. } | Op::DeleteState => t.deletions += 1,
+                Op::Remind { .. } | Op::CancelReminder { .. } => t.reminders += 1,
+            }
+        }
+    });
 }
 
 #[cfg(test)]
