@@ -36,7 +36,7 @@
 //!  sched       the actor scheduler: worker threads polling cells (tokio keeps I/O, time)
 //!  storage     database (the redb file) · committer (group commit)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
-//!  vocabulary  address · message · quota · config · error
+//!  vocabulary  address · message · quota · config · error · trace (the span of a message)
 //! ```
 //!
 //! Adding a capability is its unit under `caps/`, its interface in `wit/actor.wit`, and one
@@ -67,6 +67,7 @@ mod sandbox;
 mod sched;
 mod storage;
 mod system;
+mod trace;
 
 /// Tunes glibc's allocator for a host process: no heap trimming and no per-allocation `mmap`
 /// for large blocks. Both return memory to the kernel eagerly, and each time every core must
@@ -109,3 +110,4 @@ pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
 pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{ActorInfo, ActorSystem, Probe};
+pub use trace::{MESSAGE_TARGET, enable_trace_propagation};

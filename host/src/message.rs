@@ -1,6 +1,7 @@
 //! Messages as the host carries them: the host never decodes a body.
 
 use crate::address::Address;
+use crate::trace::TraceParent;
 
 /// One message in flight: who sent it, what kind it is, and its opaque body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +16,8 @@ pub struct Envelope {
     pub(crate) receipt: Option<Receipt>,
     /// Sent on the receiver's urgent lane, ahead of its ordinary messages.
     pub(crate) urgent: bool,
+    /// The span it was sent from, when traces are carried on: its handling continues that trace.
+    pub(crate) trace: Option<TraceParent>,
 }
 
 impl Envelope {
@@ -26,7 +29,14 @@ impl Envelope {
             body,
             receipt: None,
             urgent: false,
+            trace: None,
         }
+    }
+
+    /// The same message, sent from the span `trace`.
+    pub(crate) fn traced(mut self, trace: Option<TraceParent>) -> Self {
+        self.trace = trace;
+        self
     }
 }
 

@@ -43,6 +43,7 @@ use crate::quota::{Quota, Refusals};
 use crate::sandbox::bindings::mote::actor::callouts::{
     self, CalloutError, Request as WitRequest, Response as WitResponse,
 };
+use crate::trace::TraceParent;
 
 /// The kind of the host message that says a call-out ended; its body is the id (u64 LE).
 pub const HTTP_RESPONSE_KIND: &str = "mote.http.response";
@@ -395,6 +396,8 @@ struct Start {
     kernel: Weak<Kernel>,
     me: Address,
     refusals: Arc<Refusals>,
+    /// The span that made the call-out: the news of its outcome continues that trace.
+    trace: Option<TraceParent>,
 }
 
 impl Deferred for Start {
@@ -417,6 +420,7 @@ impl Deferred for Start {
             self.kernel.clone(),
             self.me.clone(),
             self.refusals.clone(),
+            self.trace,
         );
         *slot = Slot::Running(self.runtime.spawn(run).abort_handle());
     }
@@ -441,6 +445,7 @@ async fn run(
     kernel: Weak<Kernel>,
     me: Address,
     refusals: Arc<Refusals>,
+    trace: Option<TraceParent>,
 ) {
     let outcome = exchange(prepared).await;
     if matches!(outcome, Err(CalloutError::TooLarge(_))) {
@@ -461,7 +466,7 @@ async fn run(
         }
     }
     if let Some(kernel) = kernel.upgrade() {
-        let news = Envelope::new(None, HTTP_RESPONSE_KIND, id.to_le_bytes().to_vec());
+        let news = Envelope::new(None, HTTP_RESPONSE_KIND, id.to_le_bytes().to_vec()).traced(trace);
         kernel.tell_host(&me, news);
     }
 }
@@ -509,6 +514,7 @@ impl callouts::Host for Call<'_, Callouts> {
             kernel: Arc::downgrade(&self.actor.kernel),
             me: self.actor.me.clone(),
             refusals: self.actor.refusals.clone(),
+            trace: self.actor.trace,
         };
         self.actor.step.defer(&self.actor.kernel, start);
         Ok(id)

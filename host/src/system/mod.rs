@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-use self::outside::{check_outside, tell_outside};
+use self::outside::{check_outside, from_outside, tell_outside};
 pub use self::probe::Probe;
 use crate::actor::launch::Launcher;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
@@ -438,7 +438,7 @@ impl ActorSystem {
         let path = check_outside(&self.kernel, to, &body)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         if let Some(endpoint) = ask::endpoint(&self.kernel, timeout, Answer::Outside(tx)) {
-            let request = Envelope::new(Some(endpoint), kind, body);
+            let request = from_outside(Some(endpoint), kind, body);
             self.kernel.tell_address(path.as_str(), None, request);
         }
         rx.await.unwrap_or(Err(AskError::Timeout(timeout)))
@@ -453,7 +453,7 @@ impl ActorSystem {
     pub fn publish(&self, topic: &str, kind: &str, body: Vec<u8>) -> u32 {
         self.caps
             .messaging
-            .publish(&self.kernel, topic, Envelope::new(None, kind, body))
+            .publish(&self.kernel, topic, from_outside(None, kind, body))
     }
 
     /// Subscribes a fresh probe (`/system/sub-<n>`) to `topic`: its `recv` yields the topic's
@@ -470,14 +470,14 @@ impl ActorSystem {
     pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
         self.caps
             .messaging
-            .tell_group(&self.kernel, group, Envelope::new(None, kind, body))
+            .tell_group(&self.kernel, group, from_outside(None, kind, body))
     }
 
     /// Sends from outside to every member of `group`; returns how many it reached.
     pub fn broadcast_group(&self, group: &str, kind: &str, body: Vec<u8>) -> u32 {
         self.caps
             .messaging
-            .broadcast_group(&self.kernel, group, Envelope::new(None, kind, body))
+            .broadcast_group(&self.kernel, group, from_outside(None, kind, body))
     }
 
     /// Schedules a message from outside (no sender) to `to` after `delay`, then every `period`;
@@ -491,7 +491,7 @@ impl ActorSystem {
         period: Option<Duration>,
     ) -> Result<u64, SendError> {
         ActorPath::check(to)?;
-        let envelope = Envelope::new(None, kind, body);
+        let envelope = from_outside(None, kind, body);
         Ok(self
             .caps
             .timers

@@ -45,6 +45,7 @@ use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::meter::Usage;
 use crate::sched::Scheduler;
+use crate::trace;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
 pub(crate) struct CellSpec {
@@ -498,7 +499,12 @@ impl Cell {
             let error = crate::error::chain(error.as_ref());
             return Some(Exit::Failed(Failure::new(FailureKind::Commit, error)));
         }
-        match instance.receive(envelope).await {
+        let (span, trace) = trace::receive_span(&self.me.address, &self.module.name, &envelope);
+        match instance
+            .receive(envelope, trace)
+            .instrument(span.clone())
+            .await
+        {
             Ok(Received::Handled) => {}
             Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),
             Ok(Received::Kept(mut kept)) => {
@@ -509,6 +515,7 @@ impl Cell {
                 }
             }
             Err(failure) => {
+                trace::failed(&span, &failure);
                 self.abandon_step(receipt);
                 return Some(Exit::Failed(failure));
             }
@@ -518,6 +525,7 @@ impl Cell {
         if let Some(sealed) = seal_step(&self.kernel, &self.caps, instance, receipt)
             && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
         {
+            trace::failed(&span, &failure);
             return Some(Exit::Failed(failure));
         }
         self.state()?

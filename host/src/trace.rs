@@ -1,0 +1,188 @@
+//! Traces that follow a message: one `tracing` span per handled message, and the trace carried
+//! on from a message to those sent while handling it.
+//!
+//! ```text
+//! outside tell/ask ──> cell: span "receive" (parent: the envelope's trace, else none: a root)
+//!                         │ the guest's sends, asks, forwards and timers are stamped with
+//!                         v this span as their parent (ActorCore::trace)
+//!                      envelope.trace ──> the next cell's span, a child of this one
+//! ```
+//!
+//! The spans are plain `tracing` spans (target [`MESSAGE_TARGET`], level DEBUG); an embedder or
+//! the CLI exports them by installing a `tracing-opentelemetry` layer and calling
+//! [`enable_trace_propagation`]. The parent travels inside the host as a [`TraceParent`], a
+//! value of our own, so that the vocabulary carries no OpenTelemetry type.
+//!
+//! Invariants:
+//! - Propagation off (the default): a handled message costs the span's disabled callsite check
+//!   and one relaxed load; no envelope is stamped and no OpenTelemetry context is built.
+//! - A message's span has exactly the parent its envelope names (never the cell's own span or
+//!   whatever span happens to be current), so a long-lived actor is not the root of every trace.
+//! - Only a valid, sampled context is carried on: an unsampled trace is not continued.
+
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::address::Address;
+use crate::message::Envelope;
+
+/// The `tracing` target of the span of each handled message: what an exporting layer's filter
+/// lets through (`mote::message=debug`).
+pub const MESSAGE_TARGET: &str = "mote::message";
+
+/// Set once a process exports traces; read before any context is captured.
+static PROPAGATE: AtomicBool = AtomicBool::new(false);
+
+/// Carries the trace of a handled message on to the messages it sends, process-wide. Call it
+/// after installing a `tracing-opentelemetry` layer that lets [`MESSAGE_TARGET`] spans through;
+/// without it every handled message starts a trace of its own. It cannot be switched off.
+pub fn enable_trace_propagation() {
+    PROPAGATE.store(true, Ordering::Relaxed);
+}
+
+/// Whether traces are carried on (one relaxed load: the whole cost of tracing when it is off).
+fn propagating() -> bool {
+    PROPAGATE.load(Ordering::Relaxed)
+}
+
+/// The span a message was sent from: a sampled OpenTelemetry span context, as plain numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TraceParent {
+    /// The trace id, split so that an envelope keeps its 8-byte alignment.
+    trace_high: u64,
+    trace_low: u64,
+    /// The span id; zero is not a valid one (which gives `Option<TraceParent>` its niche).
+    span: NonZeroU64,
+}
+
+impl TraceParent {
+    /// The parent for a valid, sampled span context; `None` otherwise.
+    fn of(context: &SpanContext) -> Option<Self> {
+        if !context.is_valid() || !context.is_sampled() {
+            return None;
+        }
+        let trace = u128::from_be_bytes(context.trace_id().to_bytes());
+        Some(TraceParent {
+            trace_high: (trace >> 64) as u64,
+            trace_low: trace as u64,
+            span: NonZeroU64::new(u64::from_be_bytes(context.span_id().to_bytes()))?,
+        })
+    }
+
+    /// The trace id.
+    pub(crate) fn trace_id(self) -> u128 {
+        (u128::from(self.trace_high) << 64) | u128::from(self.trace_low)
+    }
+
+    /// The span id.
+    pub(crate) fn span_id(self) -> u64 {
+        self.span.get()
+    }
+
+    /// The OpenTelemetry context whose (remote) span is this parent.
+    fn context(self) -> opentelemetry::Context {
+        let span = SpanContext::new(
+            TraceId::from(self.trace_id()),
+            SpanId::from(self.span_id()),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::NONE,
+        );
+        opentelemetry::Context::new().with_remote_span_context(span)
+    }
+
+    /// The span current on this thread, for a message sent from outside the system (an
+    /// embedder's request handler, say); `None` unless traces are carried on.
+    pub(crate) fn current() -> Option<Self> {
+        if !propagating() {
+            return None;
+        }
+        Self::of(tracing::Span::current().context().span().span_context())
+    }
+}
+
+/// The span of `actor` handling `envelope`, a child of the span the envelope was sent from, and
+/// that span as the parent of what the handling sends (`None` unless traces are carried on).
+pub(crate) fn receive_span(
+    actor: &Address,
+    module: &str,
+    envelope: &Envelope,
+) -> (tracing::Span, Option<TraceParent>) {
+    let span = tracing::debug_span!(
+        target: MESSAGE_TARGET,
+        parent: None,
+        "receive",
+        otel.name = %envelope.kind,
+        otel.kind = "consumer",
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        actor.path = %actor.path,
+        actor.incarnation = actor.incarnation,
+        actor.module = module,
+        message.kind = %envelope.kind,
+        message.bytes = envelope.body.len(),
+    );
+    if span.is_disabled() || !propagating() {
+        return (span, None);
+    }
+    if let Some(parent) = envelope.trace {
+        // Fails only without an OpenTelemetry layer: then there is no trace to continue.
+        let _ = span.set_parent(parent.context());
+    }
+    let here = TraceParent::of(span.context().span().span_context());
+    (span, here)
+}
+
+/// Marks a message's span as failed, with the failure's text.
+pub(crate) fn failed(span: &tracing::Span, failure: &dyn std::fmt::Display) {
+    if !span.is_disabled() {
+        span.record("otel.status_code", "error");
+        span.record("otel.status_description", tracing::field::display(failure));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parent_keeps_its_ids_through_an_opentelemetry_context() {
+        let trace = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210_u128;
+        let context = SpanContext::new(
+            TraceId::from(trace),
+            SpanId::from(42),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::NONE,
+        );
+        let parent = TraceParent::of(&context).expect("a valid sampled context");
+        assert_eq!(parent.trace_id(), trace);
+        assert_eq!(parent.span_id(), 42);
+        let back = parent.context();
+        let back = back.span();
+        assert_eq!(back.span_context().trace_id(), TraceId::from(trace));
+        assert_eq!(back.span_context().span_id(), SpanId::from(42));
+        assert!(back.span_context().is_sampled());
+    }
+
+    #[test]
+    fn invalid_or_unsampled_contexts_are_not_carried_on() {
+        let unsampled = SpanContext::new(
+            TraceId::from(7),
+            SpanId::from(9),
+            TraceFlags::NOT_SAMPLED,
+            false,
+            TraceState::NONE,
+        );
+        assert_eq!(TraceParent::of(&unsampled), None);
+        assert_eq!(TraceParent::of(&SpanContext::empty_context()), None);
+    }
+
+    #[test]
+    fn an_envelope_carries_its_trace_parent_in_24_bytes() {
+        assert_eq!(std::mem::size_of::<Option<TraceParent>>(), 24);
+    }
+}
