@@ -18,7 +18,9 @@
 //!   and one relaxed load; no envelope is stamped and no OpenTelemetry context is built.
 //! - A message's span has exactly the parent its envelope names (never the cell's own span or
 //!   whatever span happens to be current), so a long-lived actor is not the root of every trace.
-//! - Only a valid, sampled context is carried on: an unsampled trace is not continued.
+//! - A valid context is carried on with its sampling decision, so that a collector's
+//!   parent-based sampler (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`) keeps or drops a
+//!   whole trace, never a fragment of one.
 
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +50,7 @@ fn propagating() -> bool {
     PROPAGATE.load(Ordering::Relaxed)
 }
 
-/// The span a message was sent from: a sampled OpenTelemetry span context, as plain numbers.
+/// The span a message was sent from: an OpenTelemetry span context, as plain numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TraceParent {
     /// The trace id, split so that an envelope keeps its 8-byte alignment.
@@ -56,12 +58,14 @@ pub(crate) struct TraceParent {
     trace_low: u64,
     /// The span id; zero is not a valid one (which gives `Option<TraceParent>` its niche).
     span: NonZeroU64,
+    /// Whether the trace is sampled (exported).
+    sampled: bool,
 }
 
 impl TraceParent {
-    /// The parent for a valid, sampled span context; `None` otherwise.
+    /// The parent for a valid span context; `None` otherwise.
     fn of(context: &SpanContext) -> Option<Self> {
-        if !context.is_valid() || !context.is_sampled() {
+        if !context.is_valid() {
             return None;
         }
         let trace = u128::from_be_bytes(context.trace_id().to_bytes());
@@ -69,6 +73,7 @@ impl TraceParent {
             trace_high: (trace >> 64) as u64,
             trace_low: trace as u64,
             span: NonZeroU64::new(u64::from_be_bytes(context.span_id().to_bytes()))?,
+            sampled: context.is_sampled(),
         })
     }
 
@@ -87,7 +92,7 @@ impl TraceParent {
         let span = SpanContext::new(
             TraceId::from(self.trace_id()),
             SpanId::from(self.span_id()),
-            TraceFlags::SAMPLED,
+            TraceFlags::default().with_sampled(self.sampled),
             true,
             TraceState::NONE,
         );
@@ -169,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn invalid_or_unsampled_contexts_are_not_carried_on() {
+    fn an_unsampled_parent_stays_unsampled_and_an_invalid_one_is_none() {
         let unsampled = SpanContext::new(
             TraceId::from(7),
             SpanId::from(9),
@@ -177,12 +182,13 @@ mod tests {
             false,
             TraceState::NONE,
         );
-        assert_eq!(TraceParent::of(&unsampled), None);
+        let parent = TraceParent::of(&unsampled).expect("a valid context");
+        assert!(!parent.context().span().span_context().is_sampled());
         assert_eq!(TraceParent::of(&SpanContext::empty_context()), None);
     }
 
     #[test]
-    fn an_envelope_carries_its_trace_parent_in_24_bytes() {
-        assert_eq!(std::mem::size_of::<Option<TraceParent>>(), 24);
+    fn an_envelope_carries_its_trace_parent_in_32_bytes() {
+        assert_eq!(std::mem::size_of::<Option<TraceParent>>(), 32);
     }
 }
