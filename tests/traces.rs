@@ -13,11 +13,6 @@ use mote_example_protocol::{Asking, Counter, Timer};
 use mote_guest::Message;
 use mote_tests::collector::{Collector, ExportedSpan};
 use mote_tests::{report_labelled, system_with, tell};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
-use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
 /// The exporter and the collector every test of this binary shares.
@@ -25,11 +20,11 @@ struct Exporting {
     collector: Collector,
     /// Runs the collector and the exporter's requests; kept for the life of the process.
     _runtime: tokio::runtime::Runtime,
-    _provider: SdkTracerProvider,
+    _exporter: mote_otlp::Exporter,
 }
 
 /// Installs, once, a subscriber whose OpenTelemetry layer exports message spans (and this
-/// test's own) in small batches to the loopback collector, and turns propagation on.
+/// test's own) in small batches to the loopback collector; propagation is on from then.
 fn exporting() -> &'static Exporting {
     static EXPORTING: OnceLock<Exporting> = OnceLock::new();
     EXPORTING.get_or_init(|| {
@@ -45,61 +40,20 @@ fn exporting() -> &'static Exporting {
         })
         .join()
         .expect("start the collector");
-        let client = OnRuntime {
-            client: opentelemetry_http::hyper::HyperClient::with_default_connector(
-                Duration::from_secs(10),
-                None,
-            ),
-            runtime: runtime.handle().clone(),
-        };
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(collector.endpoint())
-            .with_http_client(client)
-            .build()
+        let (exporter, layer) = mote_otlp::Otlp::new(&collector.endpoint())
+            .batch_delay(Duration::from_millis(20))
+            .start(runtime.handle())
             .expect("an OTLP/HTTP exporter");
-        let batches = BatchConfigBuilder::default()
-            .with_scheduled_delay(Duration::from_millis(20))
-            .build();
-        let processor = BatchSpanProcessor::builder(exporter)
-            .with_batch_config(batches)
-            .build();
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(processor)
-            .build();
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("mote-tests"))
-            .with_filter(
-                Targets::new()
-                    .with_target(mote_host::MESSAGE_TARGET, tracing::Level::DEBUG)
-                    .with_target(module_path!(), tracing::Level::INFO),
-            );
-        tracing_subscriber::registry().with(layer).init();
-        mote_host::enable_trace_propagation();
+        let spans = mote_otlp::message_spans().with_target(module_path!(), tracing::Level::INFO);
+        tracing_subscriber::registry()
+            .with(layer.with_filter(spans))
+            .init();
         Exporting {
             collector,
             _runtime: runtime,
-            _provider: provider,
+            _exporter: exporter,
         }
     })
-}
-
-/// Hyper's client, driven by the collector's runtime from the batch exporter's thread.
-#[derive(Debug)]
-struct OnRuntime {
-    client: opentelemetry_http::hyper::HyperClient,
-    runtime: tokio::runtime::Handle,
-}
-
-#[async_trait::async_trait]
-impl HttpClient for OnRuntime {
-    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
-        let client = self.client.clone();
-        self.runtime
-            .spawn(async move { client.send_bytes(request).await })
-            .await?
-    }
 }
 
 /// The spans handled by `actor`, in the order they started (span ids are random, so by

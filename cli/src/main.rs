@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::prelude::*;
 
 /// The database a host uses unless told otherwise: embedded redb in the current directory.
 pub(crate) const DEFAULT_DB: &str = "mote.redb";
@@ -46,6 +47,10 @@ enum Command {
         /// Scheduler threads that run actors (default: one per core).
         #[arg(long)]
         workers: Option<usize>,
+        /// Export a span per handled message to this OTLP/HTTP collector, e.g.
+        /// `http://127.0.0.1:4318/v1/traces` (the path is added if missing).
+        #[arg(long, value_name = "ENDPOINT")]
+        otlp: Option<String>,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -143,6 +148,9 @@ enum Command {
         /// The database file.
         #[arg(long, default_value = DEFAULT_DB)]
         db: PathBuf,
+        /// Export a span per handled message to this OTLP/HTTP collector.
+        #[arg(long, value_name = "ENDPOINT")]
+        otlp: Option<String>,
     },
 }
 
@@ -174,8 +182,9 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             control,
             db,
             workers,
+            otlp: _,
         } => run::run(&manifest, control, db, workers).await,
-        Command::Demo { db } => demo::demo(&db).await,
+        Command::Demo { db, otlp: _ } => demo::demo(&db).await,
         Command::New { name, lang } => new::new(&name, lang),
         Command::Send {
             to,
@@ -354,19 +363,41 @@ fn main() -> ExitCode {
         .buffered_lines_limit(LOG_QUEUE_LINES)
         .thread_name("mote-log-writer")
         .finish(std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .init();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Some(n) = cli.threads {
         runtime.worker_threads(n.max(1));
     }
-    let result = runtime
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|rt| rt.block_on(async { dispatch(cli.command).await }));
+    let result = runtime.build().map_err(anyhow::Error::from).and_then(|rt| {
+        let endpoint = match &cli.command {
+            Command::Run { otlp, .. } | Command::Demo { otlp, .. } => otlp.as_deref(),
+            _ => None,
+        };
+        // Only the message spans go to the collector; `--log` filters the log lines alone.
+        let (exporter, otlp_layer) = match endpoint {
+            Some(endpoint) => {
+                let (exporter, layer) = mote_otlp::Otlp::new(endpoint).start(rt.handle())?;
+                let layer = layer.with_filter(mote_otlp::message_spans());
+                (Some(exporter), Some(layer))
+            }
+            None => (None, None),
+        };
+        let logs = tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_filter(filter);
+        tracing_subscriber::registry()
+            .with(logs)
+            .with(otlp_layer)
+            .init();
+        let result = rt.block_on(async { dispatch(cli.command).await });
+        // While the runtime still runs: the exporter's last requests need it.
+        if let Some(exporter) = exporter
+            && let Err(error) = exporter.shutdown()
+        {
+            eprintln!("mote: warning: {}", mote_host::chain(&error));
+        }
+        result
+    });
     drop(log_guard);
     match result {
         Ok(()) => ExitCode::SUCCESS,
