@@ -94,25 +94,26 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(args.threads)
         .enable_all()
         .build()?;
-    let (exporter, otlp_layer) = match &args.otlp {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into());
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let exporter = match &args.otlp {
+        // Without an exporter, the one global filter of the measurements before traces.
+        None => {
+            tracing_subscriber::registry()
+                .with(logs)
+                .with(tracing_subscriber::EnvFilter::new(filter))
+                .init();
+            None
+        }
         Some(endpoint) => {
             let (exporter, layer) = mote_otlp::Otlp::new(endpoint).start(runtime.handle())?;
-            (
-                Some(exporter),
-                Some(layer.with_filter(mote_otlp::message_spans())),
-            )
+            tracing_subscriber::registry()
+                .with(logs.with_filter(tracing_subscriber::EnvFilter::new(filter)))
+                .with(layer.with_filter(mote_otlp::message_spans()))
+                .init();
+            Some(exporter)
         }
-        None => (None, None),
     };
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(tracing_subscriber::EnvFilter::new(filter)),
-        )
-        .with(otlp_layer)
-        .init();
     let result = run(&args, &runtime);
     if let Some(exporter) = exporter {
         exporter.shutdown()?;

@@ -17,7 +17,8 @@ pub struct Envelope {
     /// Sent on the receiver's urgent lane, ahead of its ordinary messages.
     pub(crate) urgent: bool,
     /// The span it was sent from, when traces are carried on: its handling continues that trace.
-    pub(crate) trace: Option<TraceParent>,
+    /// Boxed: with traces off an envelope is 8 bytes larger, not 32 (w3 queues a million).
+    trace: Option<Box<TraceParent>>,
 }
 
 impl Envelope {
@@ -35,8 +36,21 @@ impl Envelope {
 
     /// The same message, sent from the span `trace`.
     pub(crate) fn traced(mut self, trace: Option<TraceParent>) -> Self {
-        self.trace = trace;
+        self.set_trace(trace);
         self
+    }
+
+    /// The span it was sent from (or, once its cell took it, the span that handles it).
+    pub(crate) fn trace(&self) -> Option<TraceParent> {
+        self.trace.as_deref().copied()
+    }
+
+    /// Names the span it comes from, in the box it has if it has one.
+    pub(crate) fn set_trace(&mut self, trace: Option<TraceParent>) {
+        match (&mut self.trace, trace) {
+            (Some(held), Some(trace)) => **held = trace,
+            (held, trace) => *held = trace.map(Box::new),
+        }
     }
 }
 

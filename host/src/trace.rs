@@ -22,7 +22,6 @@
 //!   parent-based sampler (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`) keeps or drops a
 //!   whole trace, never a fragment of one.
 
-use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
@@ -50,14 +49,15 @@ fn propagating() -> bool {
     PROPAGATE.load(Ordering::Relaxed)
 }
 
-/// The span a message was sent from: an OpenTelemetry span context, as plain numbers.
+/// The span a message was sent from: an OpenTelemetry span context, as plain bytes.
+///
+/// Bytes, not integers: 25 bytes, aligned to 1, whose flag's spare values make `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TraceParent {
-    /// The trace id, split so that an envelope keeps its 8-byte alignment.
-    trace_high: u64,
-    trace_low: u64,
-    /// The span id; zero is not a valid one (which gives `Option<TraceParent>` its niche).
-    span: NonZeroU64,
+    /// The trace id, big-endian as OpenTelemetry has it.
+    trace_id: [u8; 16],
+    /// The span id, big-endian; never zero.
+    span_id: [u8; 8],
     /// Whether the trace is sampled (exported).
     sampled: bool,
 }
@@ -65,33 +65,18 @@ pub(crate) struct TraceParent {
 impl TraceParent {
     /// The parent for a valid span context; `None` otherwise.
     fn of(context: &SpanContext) -> Option<Self> {
-        if !context.is_valid() {
-            return None;
-        }
-        let trace = u128::from_be_bytes(context.trace_id().to_bytes());
-        Some(TraceParent {
-            trace_high: (trace >> 64) as u64,
-            trace_low: trace as u64,
-            span: NonZeroU64::new(u64::from_be_bytes(context.span_id().to_bytes()))?,
+        context.is_valid().then(|| TraceParent {
+            trace_id: context.trace_id().to_bytes(),
+            span_id: context.span_id().to_bytes(),
             sampled: context.is_sampled(),
         })
-    }
-
-    /// The trace id.
-    pub(crate) fn trace_id(self) -> u128 {
-        (u128::from(self.trace_high) << 64) | u128::from(self.trace_low)
-    }
-
-    /// The span id.
-    pub(crate) fn span_id(self) -> u64 {
-        self.span.get()
     }
 
     /// The OpenTelemetry context whose (remote) span is this parent.
     fn context(self) -> opentelemetry::Context {
         let span = SpanContext::new(
-            TraceId::from(self.trace_id()),
-            SpanId::from(self.span_id()),
+            TraceId::from_bytes(self.trace_id),
+            SpanId::from_bytes(self.span_id),
             TraceFlags::default().with_sampled(self.sampled),
             true,
             TraceState::NONE,
@@ -133,7 +118,7 @@ pub(crate) fn receive_span(
     if span.is_disabled() || !propagating() {
         return (span, None);
     }
-    if let Some(parent) = envelope.trace {
+    if let Some(parent) = envelope.trace() {
         // Fails only without an OpenTelemetry layer: then there is no trace to continue.
         let _ = span.set_parent(parent.context());
     }
@@ -164,8 +149,6 @@ mod tests {
             TraceState::NONE,
         );
         let parent = TraceParent::of(&context).expect("a valid sampled context");
-        assert_eq!(parent.trace_id(), trace);
-        assert_eq!(parent.span_id(), 42);
         let back = parent.context();
         let back = back.span();
         assert_eq!(back.span_context().trace_id(), TraceId::from(trace));
@@ -188,7 +171,29 @@ mod tests {
     }
 
     #[test]
-    fn an_envelope_carries_its_trace_parent_in_32_bytes() {
-        assert_eq!(std::mem::size_of::<Option<TraceParent>>(), 32);
+    fn an_envelope_with_traces_off_grows_by_one_pointer() {
+        assert_eq!(std::mem::size_of::<Option<TraceParent>>(), 25);
+        // 96 bytes before traces.
+        assert_eq!(std::mem::size_of::<Envelope>(), 104);
+    }
+
+    #[test]
+    fn an_envelopes_trace_is_set_replaced_and_cleared() {
+        let context = |span: u64| {
+            let context = SpanContext::new(
+                TraceId::from(1),
+                SpanId::from(span),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            );
+            TraceParent::of(&context)
+        };
+        let mut envelope = Envelope::new(None, "k", Vec::new()).traced(context(2));
+        assert_eq!(envelope.trace(), context(2));
+        envelope.set_trace(context(3));
+        assert_eq!(envelope.trace(), context(3));
+        envelope.set_trace(None);
+        assert_eq!(envelope.trace(), None);
     }
 }

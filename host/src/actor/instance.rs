@@ -22,7 +22,6 @@ use crate::sandbox::bindings::{
 };
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered, Usage};
 use crate::sandbox::packed::pack;
-use crate::trace::TraceParent;
 
 /// The longest failure text kept, in bytes.
 const MAX_FAILURE_TEXT: usize = 4096;
@@ -236,15 +235,12 @@ impl ActorInstance {
     }
 
     /// Hands `envelope` to `receive` (packed, if the module exports `packed-receive`), handled
-    /// in the span `trace`; a call that returns gives the message back with what the guest made
-    /// of it (a trap or an error keeps it: it is dropped).
-    pub(crate) async fn receive(
-        &mut self,
-        envelope: Envelope,
-        trace: Option<TraceParent>,
-    ) -> Result<Received, Failure> {
+    /// in the span its `trace` names (the cell's, no longer the sender's); a call that returns
+    /// gives the message back with what the guest made of it (a trap or an error keeps it: it
+    /// is dropped).
+    pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
         self.begin_call();
-        self.store.data_mut().core.trace = trace;
+        self.store.data_mut().core.trace = envelope.trace();
         let Envelope {
             sender, kind, body, ..
         } = envelope;

@@ -118,7 +118,8 @@ pub(crate) fn endpoint(kernel: &Arc<Kernel>, timeout: Duration, answer: Answer) 
             } => {
                 let envelope = match reply {
                     Some(reply) => {
-                        Envelope::new(Some(address), reply.kind, reply.body).traced(reply.trace)
+                        let trace = reply.trace();
+                        Envelope::new(Some(address), reply.kind, reply.body).traced(trace)
                     }
                     None => {
                         Envelope::new(Some(address), ASK_TIMEOUT_KIND, Vec::new()).traced(trace)

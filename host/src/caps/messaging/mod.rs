@@ -300,14 +300,14 @@ impl messaging::Host for Call<'_, Messaging> {
         let answer = Answer::Actor {
             asker: self.actor.me.clone(),
             pending,
-            trace: envelope.trace,
+            trace: envelope.trace(),
         };
         let Some(endpoint) = ask::endpoint(&self.actor.kernel, timeout, answer) else {
             return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
         };
         let id = endpoint.incarnation;
-        let request =
-            Envelope::new(Some(endpoint), envelope.kind, envelope.body).traced(envelope.trace);
+        let trace = envelope.trace();
+        let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body).traced(trace);
         self.actor.send(&to.path, Some(to.incarnation), request);
         Ok(id)
     }
