@@ -373,22 +373,26 @@ fn main() -> ExitCode {
             Command::Run { otlp, .. } | Command::Demo { otlp, .. } => otlp.as_deref(),
             _ => None,
         };
-        // Only the message spans go to the collector; `--log` filters the log lines alone.
-        let (exporter, otlp_layer) = match endpoint {
+        let logs = tracing_subscriber::fmt::layer().with_writer(writer);
+        let exporter = match endpoint {
+            // One global filter: a disabled callsite costs one check.
+            None => {
+                tracing_subscriber::registry()
+                    .with(logs)
+                    .with(filter)
+                    .init();
+                None
+            }
+            // Only the message spans go to the collector; `--log` filters the log lines alone.
             Some(endpoint) => {
                 let (exporter, layer) = mote_otlp::Otlp::new(endpoint).start(rt.handle())?;
-                let layer = layer.with_filter(mote_otlp::message_spans());
-                (Some(exporter), Some(layer))
+                tracing_subscriber::registry()
+                    .with(logs.with_filter(filter))
+                    .with(layer.with_filter(mote_otlp::message_spans()))
+                    .init();
+                Some(exporter)
             }
-            None => (None, None),
         };
-        let logs = tracing_subscriber::fmt::layer()
-            .with_writer(writer)
-            .with_filter(filter);
-        tracing_subscriber::registry()
-            .with(logs)
-            .with(otlp_layer)
-            .init();
         let result = rt.block_on(async { dispatch(cli.command).await });
         // While the runtime still runs: the exporter's last requests need it.
         if let Some(exporter) = exporter
