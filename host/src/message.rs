@@ -34,9 +34,12 @@ impl Envelope {
         }
     }
 
-    /// The same message, sent from the span `trace`.
+    /// The same (new) message, sent from the span `trace`.
+    #[inline]
     pub(crate) fn traced(mut self, trace: Option<TraceParent>) -> Self {
-        self.set_trace(trace);
+        if let Some(trace) = trace {
+            self.trace = Some(Box::new(trace));
+        }
         self
     }
 

@@ -14,8 +14,8 @@
 //! value of our own, so that the vocabulary carries no OpenTelemetry type.
 //!
 //! Invariants:
-//! - Propagation off (the default): a handled message costs the span's disabled callsite check
-//!   and one relaxed load; no envelope is stamped and no OpenTelemetry context is built.
+//! - Propagation off (the default): a handled message costs one relaxed load; no span is made,
+//!   no envelope is stamped and no OpenTelemetry context is built.
 //! - A message's span has exactly the parent its envelope names (never the cell's own span or
 //!   whatever span happens to be current), so a long-lived actor is not the root of every trace.
 //! - A valid context is carried on with its sampling decision, so that a collector's
@@ -94,13 +94,22 @@ impl TraceParent {
     }
 }
 
-/// The span of `actor` handling `envelope`, a child of the span the envelope was sent from, and
-/// that span as the parent of what the handling sends (`None` unless traces are carried on).
-pub(crate) fn receive_span(
-    actor: &Address,
-    module: &str,
-    envelope: &Envelope,
-) -> (tracing::Span, Option<TraceParent>) {
+/// The span of `actor` handling `envelope`, a child of the span the envelope was sent from;
+/// from then on the envelope names this span, the parent of what the handling sends. Traces
+/// off, it is `Span::none()` and the envelope is left alone: a span never entered and seen by no
+/// OpenTelemetry layer would show nowhere.
+#[inline]
+pub(crate) fn handling(actor: &Address, module: &str, envelope: &mut Envelope) -> tracing::Span {
+    if !propagating() {
+        return tracing::Span::none();
+    }
+    traced_handling(actor, module, envelope)
+}
+
+/// [`handling`] with traces on. A span the exporting layer's filter leaves out names no parent:
+/// the envelope keeps its own, and the trace goes on past this actor.
+#[inline(never)]
+fn traced_handling(actor: &Address, module: &str, envelope: &mut Envelope) -> tracing::Span {
     let span = tracing::debug_span!(
         target: MESSAGE_TARGET,
         parent: None,
@@ -115,15 +124,15 @@ pub(crate) fn receive_span(
         message.kind = %envelope.kind,
         message.bytes = envelope.body.len(),
     );
-    if span.is_disabled() || !propagating() {
-        return (span, None);
+    if span.is_disabled() {
+        return span;
     }
     if let Some(parent) = envelope.trace() {
         // Fails only without an OpenTelemetry layer: then there is no trace to continue.
         let _ = span.set_parent(parent.context());
     }
-    let here = TraceParent::of(span.context().span().span_context());
-    (span, here)
+    envelope.set_trace(TraceParent::of(span.context().span().span_context()));
+    span
 }
 
 /// Marks a message's span as failed, with the failure's text.

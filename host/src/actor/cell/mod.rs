@@ -499,11 +499,9 @@ impl Cell {
             let error = crate::error::chain(error.as_ref());
             return Some(Exit::Failed(Failure::new(FailureKind::Commit, error)));
         }
-        let (span, trace) = trace::receive_span(&self.me.address, &self.module.name, &envelope);
-        // From here on the envelope names the span that handles it. The span is not entered: an
-        // instrumented call would be moved whole into its wrapper (a memcpy of its largest
-        // state per message); it times the handling and names its parent.
-        envelope.set_trace(trace);
+        // Not entered: an instrumented call would be moved whole into its wrapper (a memcpy of
+        // its largest state per message); the span times the handling and names its parent.
+        let span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
         match instance.receive(envelope).await {
             Ok(Received::Handled) => {}
             Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),
