@@ -45,6 +45,7 @@ pub fn enable_trace_propagation() {
 }
 
 /// Whether traces are carried on (one relaxed load: the whole cost of tracing when it is off).
+#[inline]
 fn propagating() -> bool {
     PROPAGATE.load(Ordering::Relaxed)
 }
@@ -86,10 +87,16 @@ impl TraceParent {
 
     /// The span current on this thread, for a message sent from outside the system (an
     /// embedder's request handler, say); `None` unless traces are carried on.
+    #[inline]
     pub(crate) fn current() -> Option<Self> {
         if !propagating() {
             return None;
         }
+        Self::current_span()
+    }
+
+    #[inline(never)]
+    fn current_span() -> Option<Self> {
         Self::of(tracing::Span::current().context().span().span_context())
     }
 }

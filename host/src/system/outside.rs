@@ -12,6 +12,7 @@ use crate::message::Envelope;
 use crate::trace::TraceParent;
 
 /// A message from outside the system, sent from the caller's current span.
+#[inline]
 pub(super) fn from_outside(sender: Option<Address>, kind: &str, body: Vec<u8>) -> Envelope {
     Envelope::new(sender, kind, body).traced(TraceParent::current())
 }
