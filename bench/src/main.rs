@@ -114,7 +114,7 @@ fn main() -> anyhow::Result<()> {
             Some(exporter)
         }
     };
-    let result = run(&args, &runtime);
+    let result = run(args, &runtime);
     if let Some(exporter) = exporter {
         exporter.shutdown()?;
     }
@@ -122,7 +122,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Runs the workload `args` names.
-fn run(args: &Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
+fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
     runtime.block_on(async {
         match args.workload.as_str() {
             "w1" => w1(&args).await.map(drop),
