@@ -39,6 +39,7 @@ use mote_example_protocol::{
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, Probe};
 use mote_test_programs as examples;
+use tracing_subscriber::prelude::*;
 
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]
@@ -78,6 +79,10 @@ struct Args {
     /// Where the persistence workloads put their databases (default: the system temp dir).
     #[arg(long)]
     db_dir: Option<std::path::PathBuf>,
+    /// Export a span per handled message to this OTLP/HTTP collector, to measure the cost of
+    /// traces on (`http://127.0.0.1:4318/v1/traces`).
+    #[arg(long, value_name = "ENDPOINT")]
+    otlp: Option<String>,
 }
 
 mod savina;
@@ -88,14 +93,39 @@ const WAIT: Duration = Duration::from_secs(600);
 fn main() -> anyhow::Result<()> {
     mote_host::tune_allocator();
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads)
         .enable_all()
         .build()?;
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into());
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let exporter = match &args.otlp {
+        // Without an exporter, the one global filter of the measurements before traces.
+        None => {
+            tracing_subscriber::registry()
+                .with(logs)
+                .with(tracing_subscriber::EnvFilter::new(filter))
+                .init();
+            None
+        }
+        Some(endpoint) => {
+            let (exporter, layer) = mote_otlp::Otlp::new(endpoint).start(runtime.handle())?;
+            tracing_subscriber::registry()
+                .with(logs.with_filter(tracing_subscriber::EnvFilter::new(filter)))
+                .with(layer.with_filter(mote_otlp::message_spans()))
+                .init();
+            Some(exporter)
+        }
+    };
+    let result = run(args, &runtime);
+    if let Some(exporter) = exporter {
+        exporter.shutdown()?;
+    }
+    result
+}
+
+/// Runs the workload `args` names.
+fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
     runtime.block_on(async {
         match args.workload.as_str() {
             "w1" => w1(&args).await.map(drop),

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::prelude::*;
 
 /// The database a host uses unless told otherwise: embedded redb in the current directory.
 pub(crate) const DEFAULT_DB: &str = "mote.redb";
@@ -61,6 +62,10 @@ enum Command {
         /// the MOTE_HTTP_TOKEN environment variable.
         #[arg(long)]
         http_token: Option<String>,
+        /// Export a span per handled message to this OTLP/HTTP collector, e.g.
+        /// `http://127.0.0.1:4318/v1/traces` (the path is added if missing).
+        #[arg(long, value_name = "ENDPOINT")]
+        otlp: Option<String>,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -204,6 +209,9 @@ enum Command {
         /// actors running until Ctrl-C.
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
+        /// Export a span per handled message to this OTLP/HTTP collector.
+        #[arg(long, value_name = "ENDPOINT")]
+        otlp: Option<String>,
     },
 }
 
@@ -237,6 +245,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             workers,
             http,
             http_token,
+            otlp: _,
         } => {
             let http = http.map(|addr| run::Http {
                 addr,
@@ -244,7 +253,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             });
             run::run(&manifest, control, db, workers, http).await
         }
-        Command::Demo { db, http } => demo::demo(&db, http).await,
+        Command::Demo { db, http, otlp: _ } => demo::demo(&db, http).await,
         Command::Replay {
             persistence_id,
             until,
@@ -481,20 +490,47 @@ fn main() -> ExitCode {
         .buffered_lines_limit(LOG_QUEUE_LINES)
         .thread_name("mote-log-writer")
         .finish(std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(writer)
-        .init();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Some(n) = cli.threads {
         runtime.worker_threads(n.max(1));
     }
-    let result = runtime
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|rt| rt.block_on(async { dispatch(cli.command).await }));
+    let result = runtime.build().map_err(anyhow::Error::from).and_then(|rt| {
+        let endpoint = match &cli.command {
+            Command::Run { otlp, .. } | Command::Demo { otlp, .. } => otlp.as_deref(),
+            _ => None,
+        };
+        let logs = tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(writer);
+        let exporter = match endpoint {
+            // One global filter: a disabled callsite costs one check.
+            None => {
+                tracing_subscriber::registry()
+                    .with(logs)
+                    .with(filter)
+                    .init();
+                None
+            }
+            // Only the message spans go to the collector; `--log` filters the log lines alone.
+            Some(endpoint) => {
+                let (exporter, layer) = mote_otlp::Otlp::new(endpoint).start(rt.handle())?;
+                tracing_subscriber::registry()
+                    .with(logs.with_filter(filter))
+                    .with(layer.with_filter(mote_otlp::message_spans()))
+                    .init();
+                Some(exporter)
+            }
+        };
+        let result = rt.block_on(async { dispatch(cli.command).await });
+        // While the runtime still runs: the exporter's last requests need it.
+        if let Some(exporter) = exporter
+            && let Err(error) = exporter.shutdown()
+        {
+            eprintln!("mote: warning: {}", mote_host::chain(&error));
+        }
+        result
+    });
     drop(log_guard);
     match result {
         Ok(()) => ExitCode::SUCCESS,

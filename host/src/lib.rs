@@ -38,7 +38,7 @@
 //!  storage     database (the redb file) · committer (group commit)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
 //!  vocabulary  address · message · quota · config · error · stats (each actor's figures)
-//!              · progress (long work reported as it goes)
+//!              · progress (long work reported as it goes) · trace (the span of a message)
 //! ```
 //!
 //! Adding a capability is its unit under `caps/`, its interface in `wit/actor.wit`, and one
@@ -71,6 +71,7 @@ mod sched;
 mod stats;
 mod storage;
 mod system;
+mod trace;
 
 /// Tunes glibc's allocator for a host process: no heap trimming and no per-allocation `mmap`
 /// for large blocks. Both return memory to the kernel eagerly, and each time every core must
@@ -117,3 +118,4 @@ pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{
     ActorInfo, ActorSystem, Dropped, MetricsQuery, Probe, Recovered, Replay, ReplayOptions,
 };
+pub use trace::{MESSAGE_TARGET, enable_trace_propagation};

@@ -1,6 +1,7 @@
 //! Messages as the host carries them: the host never decodes a body.
 
 use crate::address::Address;
+use crate::trace::parent::TraceParent;
 
 /// One message in flight: who sent it, what kind it is, and its opaque body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +16,9 @@ pub struct Envelope {
     pub(crate) receipt: Option<Receipt>,
     /// Sent on the receiver's urgent lane, ahead of its ordinary messages.
     pub(crate) urgent: bool,
+    /// The span it was sent from, when traces are carried on: its handling continues that trace.
+    /// Boxed: with traces off an envelope is 8 bytes larger, not 32 (w3 queues a million).
+    trace: Option<Box<TraceParent>>,
 }
 
 impl Envelope {
@@ -26,6 +30,29 @@ impl Envelope {
             body,
             receipt: None,
             urgent: false,
+            trace: None,
+        }
+    }
+
+    /// The same (new) message, sent from the span `trace`.
+    #[inline]
+    pub(crate) fn traced(mut self, trace: Option<TraceParent>) -> Self {
+        if let Some(trace) = trace {
+            self.trace = Some(Box::new(trace));
+        }
+        self
+    }
+
+    /// The span it was sent from (or, once its cell took it, the span that handles it).
+    pub(crate) fn trace(&self) -> Option<TraceParent> {
+        self.trace.as_deref().copied()
+    }
+
+    /// Names the span it comes from, in the box it has if it has one.
+    pub(crate) fn set_trace(&mut self, trace: Option<TraceParent>) {
+        match (&mut self.trace, trace) {
+            (Some(held), Some(trace)) => **held = trace,
+            (held, trace) => *held = trace.map(Box::new),
         }
     }
 }

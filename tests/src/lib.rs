@@ -1,6 +1,8 @@
 //! Helpers shared by the black-box tests: a system with the example actors deployed, typed sends,
 //! and waiting for reports with a deadline (never a sleep).
 
+pub mod collector;
+
 use std::time::Duration;
 
 use mote_example_protocol::Report;

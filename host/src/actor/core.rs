@@ -18,6 +18,7 @@ use crate::message::Envelope;
 use crate::quota::{Quota, Quotas};
 use crate::sandbox::meter::Meter;
 use crate::stats::ActorStats;
+use crate::trace::TraceParent;
 
 /// The core of one actor instance's store data.
 pub(crate) struct ActorCore {
@@ -43,6 +44,9 @@ pub(crate) struct ActorCore {
     pub(crate) current_sender: Option<Address>,
     /// The body size of the message the current call handles (`None` outside `receive`).
     pub(crate) current_bytes: Option<usize>,
+    /// The span of the message the current call handles, when traces are carried on: the
+    /// parent of every message the call sends.
+    pub(crate) trace: Option<TraceParent>,
     /// Set by `stash` inside `receive`: the message is kept, not consumed.
     pub(crate) kept: bool,
     /// Live children by name; the cell removes them as they terminate.
@@ -127,6 +131,7 @@ impl ActorCore {
             rejected: None,
             current_sender: None,
             current_bytes: None,
+            trace: None,
             kept: false,
             children: BTreeMap::new(),
             supervisor: Supervisor::default(),
@@ -186,7 +191,7 @@ impl ActorCore {
             return Err(Unsendable::TooLarge(body.len()));
         }
         match self.check_kind(&kind) {
-            Ok(()) => Ok(Envelope::new(Some(self.me.clone()), kind, body)),
+            Ok(()) => Ok(Envelope::new(Some(self.me.clone()), kind, body).traced(self.trace)),
             Err(Quota::ReservedKind) => Err(Unsendable::ReservedKind(kind)),
             Err(quota) => Err(Unsendable::Quota(quota)),
         }

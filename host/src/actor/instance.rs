@@ -217,6 +217,7 @@ impl ActorInstance {
         core.rejected = None;
         core.current_sender = None;
         core.current_bytes = None;
+        core.trace = None;
         core.kept = false;
         if self.epochs {
             self.store.set_epoch_deadline(self.slice_ticks);
@@ -235,11 +236,13 @@ impl ActorInstance {
         self.flatten(result)
     }
 
-    /// Hands `envelope` to `receive` (packed, if the module exports `packed-receive`); a call
-    /// that returns gives the message back with what the guest made of it (a trap or an error
-    /// keeps it: it is dropped).
+    /// Hands `envelope` to `receive` (packed, if the module exports `packed-receive`), handled
+    /// in the span its `trace` names (the cell's, no longer the sender's); a call that returns
+    /// gives the message back with what the guest made of it (a trap or an error keeps it: it
+    /// is dropped).
     pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
         self.begin_call();
+        self.store.data_mut().core.trace = envelope.trace();
         let Envelope {
             sender, kind, body, ..
         } = envelope;
@@ -297,7 +300,9 @@ impl ActorInstance {
         let kept = std::mem::take(&mut core.kept);
         let sender = core.current_sender.take();
         core.current_bytes = None;
-        let back = || Envelope::new(sender, kind, body);
+        // A message set aside is handled later as a child of the span that set it aside.
+        let trace = core.trace.take();
+        let back = || Envelope::new(sender, kind, body).traced(trace);
         match (rejected, result) {
             (Some(reason), Ok(_)) => Ok(Received::Rejected(back(), reason)),
             (None, Ok(Ok(()))) if kept => Ok(Received::Kept(back())),

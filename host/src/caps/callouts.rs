@@ -44,6 +44,7 @@ use crate::sandbox::bindings::mote::actor::callouts::{
     self, CalloutError, Request as WitRequest, Response as WitResponse,
 };
 use crate::stats::ActorStats;
+use crate::trace::TraceParent;
 
 /// The kind of the host message that says a call-out ended; its body is the id (u64 LE).
 pub const HTTP_RESPONSE_KIND: &str = "mote.http.response";
@@ -396,6 +397,8 @@ struct Start {
     kernel: Weak<Kernel>,
     me: Address,
     stats: Arc<ActorStats>,
+    /// The span that made the call-out: the news of its outcome continues that trace.
+    trace: Option<TraceParent>,
 }
 
 impl Deferred for Start {
@@ -418,6 +421,7 @@ impl Deferred for Start {
             self.kernel.clone(),
             self.me.clone(),
             self.stats.clone(),
+            self.trace,
         );
         *slot = Slot::Running(self.runtime.spawn(run).abort_handle());
     }
@@ -442,6 +446,7 @@ async fn run(
     kernel: Weak<Kernel>,
     me: Address,
     stats: Arc<ActorStats>,
+    trace: Option<TraceParent>,
 ) {
     let outcome = exchange(prepared).await;
     if matches!(outcome, Err(CalloutError::TooLarge(_))) {
@@ -462,7 +467,7 @@ async fn run(
         }
     }
     if let Some(kernel) = kernel.upgrade() {
-        let news = Envelope::new(None, HTTP_RESPONSE_KIND, id.to_le_bytes().to_vec());
+        let news = Envelope::new(None, HTTP_RESPONSE_KIND, id.to_le_bytes().to_vec()).traced(trace);
         kernel.tell_host(&me, news);
     }
 }
@@ -510,6 +515,7 @@ impl callouts::Host for Call<'_, Callouts> {
             kernel: Arc::downgrade(&self.actor.kernel),
             me: self.actor.me.clone(),
             stats: self.actor.stats.clone(),
+            trace: self.actor.trace,
         };
         self.actor.step.defer(&self.actor.kernel, start);
         Ok(id)

@@ -17,7 +17,7 @@ use tokio::sync::broadcast;
 
 pub use self::metrics::MetricsQuery;
 use self::metrics::Upgrades;
-use self::outside::{check_outside, tell_outside};
+use self::outside::{check_outside, from_outside, tell_outside};
 pub use self::probe::Probe;
 pub use self::replay::{Dropped, Recovered, Replay, ReplayOptions};
 use self::wiring::Wiring;
@@ -442,7 +442,7 @@ impl ActorSystem {
             Answer::Outside(tx),
             &self.caps.messaging.open_asks,
         ) {
-            let request = Envelope::new(Some(endpoint), kind, body);
+            let request = from_outside(Some(endpoint), kind, body);
             self.kernel.tell_address(path.as_str(), None, request);
         }
         rx.await.unwrap_or(Err(AskError::Timeout(timeout)))
@@ -457,7 +457,7 @@ impl ActorSystem {
     pub fn publish(&self, topic: &str, kind: &str, body: Vec<u8>) -> u32 {
         self.caps
             .messaging
-            .publish(&self.kernel, topic, Envelope::new(None, kind, body))
+            .publish(&self.kernel, topic, from_outside(None, kind, body))
     }
 
     /// Subscribes a fresh probe (`/system/sub-<n>`) to `topic`: its `recv` yields the topic's
@@ -474,14 +474,14 @@ impl ActorSystem {
     pub fn tell_group(&self, group: &str, kind: &str, body: Vec<u8>) -> bool {
         self.caps
             .messaging
-            .tell_group(&self.kernel, group, Envelope::new(None, kind, body))
+            .tell_group(&self.kernel, group, from_outside(None, kind, body))
     }
 
     /// Sends from outside to every member of `group`; returns how many it reached.
     pub fn broadcast_group(&self, group: &str, kind: &str, body: Vec<u8>) -> u32 {
         self.caps
             .messaging
-            .broadcast_group(&self.kernel, group, Envelope::new(None, kind, body))
+            .broadcast_group(&self.kernel, group, from_outside(None, kind, body))
     }
 
     /// Schedules a message from outside (no sender) to `to` after `delay`, then every `period`;
@@ -495,7 +495,7 @@ impl ActorSystem {
         period: Option<Duration>,
     ) -> Result<u64, SendError> {
         ActorPath::check(to)?;
-        let envelope = Envelope::new(None, kind, body);
+        let envelope = from_outside(None, kind, body);
         Ok(self
             .caps
             .timers

@@ -1,5 +1,6 @@
 //! Sends from outside the system (the API, the CLI, probes): the path is checked, the size
-//! limit applies, and a full mailbox is the sender's error instead of a dead letter.
+//! limit applies, and a full mailbox is the sender's error instead of a dead letter. A message
+//! from outside continues the caller's current span, when traces are carried on.
 
 use std::sync::Arc;
 
@@ -8,6 +9,13 @@ use crate::error::SendError;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::message::Envelope;
+use crate::trace::TraceParent;
+
+/// A message from outside the system, sent from the caller's current span.
+#[inline]
+pub(super) fn from_outside(sender: Option<Address>, kind: &str, body: Vec<u8>) -> Envelope {
+    Envelope::new(sender, kind, body).traced(TraceParent::current())
+}
 
 /// Checks a send from outside: an absolute path and a body within the size limit.
 pub(super) fn check_outside(
@@ -35,7 +43,7 @@ pub(super) fn tell_outside(
     body: Vec<u8>,
 ) -> Result<(), SendError> {
     let path = check_outside(kernel, to, &body)?;
-    let envelope = Envelope::new(sender, kind, body);
+    let envelope = from_outside(sender, kind, body);
     match kernel.deliver(path.as_str(), None, envelope) {
         Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
             Err(SendError::MailboxFull {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::outside::tell_outside;
+use super::outside::{from_outside, tell_outside};
 use crate::actor::mailbox::{self, Mailbox, UserMsg};
 use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
@@ -82,7 +82,7 @@ impl Probe {
         self.caps.messaging.tell_group(
             &self.kernel,
             group,
-            Envelope::new(Some(self.address.clone()), kind, body),
+            from_outside(Some(self.address.clone()), kind, body),
         )
     }
 }

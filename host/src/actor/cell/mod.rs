@@ -44,6 +44,7 @@ use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sched::Scheduler;
+use crate::trace;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
 pub(crate) struct CellSpec {
@@ -515,6 +516,9 @@ impl Cell {
             let error = crate::error::chain(error.as_ref());
             return Some(Exit::Failed(Failure::new(FailureKind::Commit, error)));
         }
+        // Not entered: an instrumented call would be moved whole into its wrapper (a memcpy of
+        // its largest state per message); the span times the handling and names its parent.
+        let span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
         state.core.stats.received.bump();
         match instance.receive(envelope).await {
             Ok(Received::Handled) => {}
@@ -527,6 +531,7 @@ impl Cell {
                 }
             }
             Err(failure) => {
+                trace::failed(&span, &failure);
                 self.abandon_step(receipt);
                 return Some(Exit::Failed(failure));
             }
@@ -536,6 +541,7 @@ impl Cell {
         if let Some(sealed) = seal_step(&self.kernel, &self.caps, instance, receipt)
             && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
         {
+            trace::failed(&span, &failure);
             return Some(Exit::Failed(failure));
         }
         self.state()?

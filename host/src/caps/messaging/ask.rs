@@ -17,6 +17,7 @@ use crate::error::SendError;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::message::Envelope;
+use crate::trace::TraceParent;
 
 /// Paths of ask endpoints start with this.
 pub const ASK_PREFIX: &str = "/system/ask/";
@@ -57,8 +58,13 @@ impl Drop for Pending {
 
 /// Where the outcome of an ask goes.
 pub(crate) enum Answer {
-    /// To an asking actor, as a message; the ask counts against its quota until then.
-    Actor(Address, Pending),
+    /// To an asking actor, as a message; the ask counts against its quota until then. A reply
+    /// continues the replier's trace, a timeout the asker's (`trace`: the span that asked).
+    Actor {
+        asker: Address,
+        pending: Pending,
+        trace: Option<TraceParent>,
+    },
     /// To a caller outside the system.
     Outside(oneshot::Sender<Result<Envelope, AskError>>),
 }
@@ -112,10 +118,19 @@ pub(crate) fn endpoint(
             Answer::Outside(tx) => {
                 let _ = tx.send(reply.ok_or(AskError::Timeout(timeout)));
             }
-            Answer::Actor(asker, _pending) => {
+            Answer::Actor {
+                asker,
+                pending: _pending,
+                trace,
+            } => {
                 let envelope = match reply {
-                    Some(reply) => Envelope::new(Some(address), reply.kind, reply.body),
-                    None => Envelope::new(Some(address), ASK_TIMEOUT_KIND, Vec::new()),
+                    Some(reply) => {
+                        let trace = reply.trace();
+                        Envelope::new(Some(address), reply.kind, reply.body).traced(trace)
+                    }
+                    None => {
+                        Envelope::new(Some(address), ASK_TIMEOUT_KIND, Vec::new()).traced(trace)
+                    }
                 };
                 kernel.tell_host(&asker, envelope);
             }

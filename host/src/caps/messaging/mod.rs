@@ -317,14 +317,19 @@ impl messaging::Host for Call<'_, Messaging> {
         let Some(pending) = Pending::within(&self.state.0, quotas.asks) else {
             return Err(self.actor.refuse(Quota::Asks).into());
         };
-        let answer = Answer::Actor(self.actor.me.clone(), pending);
+        let answer = Answer::Actor {
+            asker: self.actor.me.clone(),
+            pending,
+            trace: envelope.trace(),
+        };
         let Some(endpoint) =
             ask::endpoint(&self.actor.kernel, timeout, answer, &self.cap.open_asks)
         else {
             return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
         };
         let id = endpoint.incarnation;
-        let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body);
+        let trace = envelope.trace();
+        let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body).traced(trace);
         self.actor.send(&to.path, Some(to.incarnation), request);
         Ok(id)
     }

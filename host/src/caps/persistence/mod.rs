@@ -709,6 +709,7 @@ impl wit::Host for Call<'_, Persistence> {
             .check_period(period)
             .map_err(|q| PersistError::Quota(self.actor.refuse(q).into()))?;
         let me = self.actor.me.clone();
+        let trace = self.actor.trace;
         let cap = self.cap;
         let reminders = &cap.reminders;
         let j = self.journal()?;
@@ -733,7 +734,7 @@ impl wit::Host for Call<'_, Persistence> {
         j.ops.push(Op::Remind { id, row });
         j.arm.push(Arm {
             id,
-            envelope: Envelope::new(Some(me), kind, body),
+            envelope: Envelope::new(Some(me), kind, body).traced(trace),
             delay: Duration::from_millis(delay_ms),
             period,
         });
