@@ -413,9 +413,14 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let rss = rss_bytes().saturating_sub(rss0);
     let live = answered.max(1);
     let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
+    // One scrape of the metrics with every actor live (after RSS was read).
+    let scraping = Instant::now();
+    let scraped = system.metrics(&mote_host::MetricsQuery::default()).len();
+    let scrape_ms = scraping.elapsed().as_secs_f64() * 1e3;
     println!(
         "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
-         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} mappings_per_actor={maps:.2}",
+         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} mappings_per_actor={maps:.2} \
+         metrics_scrape_ms={scrape_ms:.1} metrics_scrape_bytes={scraped}",
         answered as f64 / total,
         rss / live as u64
     );

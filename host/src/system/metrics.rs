@@ -222,7 +222,13 @@ fn kernel_metrics(sources: &Sources<'_>, registry: &mut Registry, query: &Metric
             figures.live += 1;
             figures.mailbox += i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
             figures.stats += snapshot;
-            if top > 0 {
+            // The path is copied only for an actor that enters the busiest so far.
+            let enters = match busiest.peek() {
+                _ if busiest.len() < top => true,
+                Some(Reverse((least, _))) => snapshot.received > *least,
+                None => false,
+            };
+            if enters {
                 busiest.push(Reverse((snapshot.received, actor.address.path.to_string())));
                 if busiest.len() > top {
                     busiest.pop();
