@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::{ActorSystem, MemoryStrategy, Progress, UpgradeOptions};
+use mote_host::{ActorInfo, ActorSystem, MemoryStrategy, ModuleInfo, Progress, UpgradeOptions};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -96,6 +96,9 @@ pub(crate) struct Node {
     #[serde(default)]
     pub(crate) version: Option<String>,
     pub(crate) mailbox_depth: usize,
+    /// Bytes of the bodies in its mailbox.
+    #[serde(default)]
+    pub(crate) mailbox_bytes: usize,
     /// What the actor was refused, by kind (`timers`, `log`, ...), only kinds with a count.
     #[serde(default)]
     pub(crate) refusals: Vec<(String, u64)>,
@@ -110,12 +113,53 @@ pub(crate) struct Node {
     pub(crate) failures: u64,
     #[serde(default)]
     pub(crate) restarts: u64,
+    /// Steps whose durable writes were committed.
+    #[serde(default)]
+    pub(crate) committed: u64,
     /// Bytes of linear memory now.
     #[serde(default)]
     pub(crate) memory: u64,
     /// Nanoseconds its guest calls have run (measured when the host meters CPU time).
     #[serde(default)]
     pub(crate) cpu_ns: u64,
+}
+
+impl From<ActorInfo> for Node {
+    fn from(i: ActorInfo) -> Self {
+        Node {
+            path: i.address.path.to_string(),
+            incarnation: i.address.incarnation,
+            module: i.module,
+            version: i.version,
+            mailbox_depth: i.mailbox_depth,
+            mailbox_bytes: i.mailbox_bytes,
+            refusals: i
+                .refusals
+                .iter()
+                .map(|(q, n)| (q.name().to_owned(), *n))
+                .collect(),
+            received: i.stats.received,
+            sent: i.stats.sent,
+            failures: i.stats.failures,
+            restarts: i.stats.restarts,
+            committed: i.stats.committed,
+            memory: i.stats.memory_bytes,
+            cpu_ns: u64::try_from(i.stats.cpu.as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl From<ModuleInfo> for ModuleNode {
+    fn from(m: ModuleInfo) -> Self {
+        ModuleNode {
+            name: m.name,
+            version: m.version,
+            hash: m.hash,
+            current: m.current,
+            upgradable: m.upgradable,
+            image: m.memory == MemoryStrategy::Image,
+        }
+    }
 }
 
 /// The reply to an `ask`.
@@ -308,30 +352,7 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
             });
         }
         Request::Tree => {
-            response.actors = Some(
-                system
-                    .tree()
-                    .into_iter()
-                    .map(|i| Node {
-                        path: i.address.path.to_string(),
-                        incarnation: i.address.incarnation,
-                        module: i.module,
-                        version: i.version,
-                        mailbox_depth: i.mailbox_depth,
-                        refusals: i
-                            .refusals
-                            .iter()
-                            .map(|(q, n)| (q.name().to_owned(), *n))
-                            .collect(),
-                        received: i.stats.received,
-                        sent: i.stats.sent,
-                        failures: i.stats.failures,
-                        restarts: i.stats.restarts,
-                        memory: i.stats.memory_bytes,
-                        cpu_ns: u64::try_from(i.stats.cpu.as_nanos()).unwrap_or(u64::MAX),
-                    })
-                    .collect(),
-            );
+            response.actors = Some(system.tree().into_iter().map(Node::from).collect());
         }
         Request::Deploy {
             path,
@@ -380,14 +401,7 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
                 system
                     .module_list()
                     .into_iter()
-                    .map(|m| ModuleNode {
-                        name: m.name,
-                        version: m.version,
-                        hash: m.hash,
-                        current: m.current,
-                        upgradable: m.upgradable,
-                        image: m.memory == MemoryStrategy::Image,
-                    })
+                    .map(ModuleNode::from)
                     .collect(),
             );
         }
@@ -431,6 +445,13 @@ pub(crate) async fn request(path: &Path, request: &Request) -> anyhow::Result<Re
         );
     }
     Ok(response)
+}
+
+/// `bytes` as text, if they are UTF-8 without control characters.
+pub(crate) fn printable(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .filter(|text| !text.chars().any(char::is_control))
 }
 
 /// Lower-case hex of `bytes`.

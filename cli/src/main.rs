@@ -442,9 +442,7 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
 
 fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
     let bytes = control::from_hex(&reply.body)?;
-    let text = std::str::from_utf8(&bytes)
-        .ok()
-        .filter(|t| t.chars().all(|c| !c.is_control()))
+    let text = control::printable(&bytes)
         .map(|t| format!(" text={t:?}"))
         .unwrap_or_default();
     println!(

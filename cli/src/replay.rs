@@ -78,9 +78,9 @@ fn print_recovered(r: &Recovered) {
 
 /// `text="..."` if the body is printable UTF-8, else `hex=...`.
 fn body_text(body: &[u8]) -> String {
-    match std::str::from_utf8(body) {
-        Ok(text) if !text.chars().any(char::is_control) => format!("text={text:?}"),
-        _ => format!("hex={}", super::control::to_hex(body)),
+    match super::control::printable(body) {
+        Some(text) => format!("text={text:?}"),
+        None => format!("hex={}", super::control::to_hex(body)),
     }
 }
 

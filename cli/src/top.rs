@@ -137,11 +137,13 @@ mod tests {
             module: Some("m".into()),
             version: None,
             mailbox_depth: mailbox,
+            mailbox_bytes: 0,
             refusals: Vec::new(),
             received,
             sent: 0,
             failures: 0,
             restarts: 0,
+            committed: 0,
             memory: 65536,
             cpu_ns: 0,
         }

@@ -20,7 +20,6 @@
 
 mod feed;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,10 +33,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
-use mote_host::{ActorInfo, ActorSystem, MemoryStrategy, MetricsQuery};
+use mote_host::{ActorInfo, ActorSystem, MetricsQuery};
 use serde::{Deserialize, Serialize};
 
 use self::feed::Feed;
+use crate::control::{ModuleNode, Node};
 use crate::progress::ProgressView;
 
 /// Actors a state lists at most.
@@ -189,70 +189,17 @@ async fn metrics(State(shared): State<Arc<Shared>>, request: Request) -> Respons
         .into_response()
 }
 
-/// One actor as a page shows it.
-#[derive(Serialize, Debug)]
-pub(crate) struct ActorView {
-    path: String,
-    incarnation: u64,
-    module: Option<String>,
-    version: Option<String>,
-    mailbox: usize,
-    mailbox_bytes: usize,
-    received: u64,
-    sent: u64,
-    failures: u64,
-    restarts: u64,
-    committed: u64,
-    memory: u64,
-    cpu_ms: f64,
-    refusals: HashMap<String, u64>,
-}
-
-impl From<ActorInfo> for ActorView {
-    fn from(info: ActorInfo) -> Self {
-        ActorView {
-            path: info.address.path.to_string(),
-            incarnation: info.address.incarnation,
-            module: info.module,
-            version: info.version,
-            mailbox: info.mailbox_depth,
-            mailbox_bytes: info.mailbox_bytes,
-            received: info.stats.received,
-            sent: info.stats.sent,
-            failures: info.stats.failures,
-            restarts: info.stats.restarts,
-            committed: info.stats.committed,
-            memory: info.stats.memory_bytes,
-            cpu_ms: info.stats.cpu.as_secs_f64() * 1e3,
-            refusals: info
-                .refusals
-                .iter()
-                .map(|(q, n)| (q.name().to_owned(), *n))
-                .collect(),
-        }
-    }
-}
-
-/// One module version as a page shows it.
-#[derive(Serialize, Debug)]
-struct ModuleView {
-    name: String,
-    version: String,
-    current: bool,
-    image: bool,
-    hash: String,
-}
-
 /// The host as a page shows it.
 #[derive(Serialize, Debug)]
 struct StateView {
     live: usize,
     dead_letters: u64,
     uptime_s: f64,
-    actors: Vec<ActorView>,
+    /// The actors, as the control socket's `tree` gives them.
+    actors: Vec<Node>,
     /// Actors left out past [`MAX_ACTORS`].
     truncated: usize,
-    modules: Vec<ModuleView>,
+    modules: Vec<ModuleNode>,
     /// Long work under way: compiles, rolling upgrades, recoveries.
     tasks: Vec<ProgressView>,
 }
@@ -275,19 +222,13 @@ fn snapshot(shared: &Shared) -> StateView {
         live: system.live_actors(),
         dead_letters: system.dead_letter_count(),
         uptime_s: shared.started.elapsed().as_secs_f64(),
-        actors: tree.into_iter().map(ActorView::from).collect(),
+        actors: tree.into_iter().map(Node::from).collect(),
         truncated,
         tasks: system.progress().iter().map(ProgressView::from).collect(),
         modules: system
             .module_list()
             .into_iter()
-            .map(|m| ModuleView {
-                name: m.name,
-                version: m.version,
-                current: m.current,
-                image: m.memory == MemoryStrategy::Image,
-                hash: m.hash.get(..16).unwrap_or(&m.hash).to_owned(),
-            })
+            .map(ModuleNode::from)
             .collect(),
     }
 }
@@ -304,7 +245,7 @@ struct ActorQuery {
 /// One actor, with its recent failures.
 #[derive(Serialize)]
 struct ActorDetail {
-    actor: ActorView,
+    actor: Node,
     failures: Vec<feed::FeedItem>,
 }
 
@@ -316,7 +257,7 @@ async fn actor(State(shared): State<Arc<Shared>>, Query(q): Query<ActorQuery>) -
         .find(|a| a.address.path.as_str() == q.path);
     match found {
         Some(info) => axum::Json(ActorDetail {
-            actor: ActorView::from(info),
+            actor: Node::from(info),
             failures: shared.feed.failures_of(&q.path),
         })
         .into_response(),

@@ -39,14 +39,14 @@ function renderState(state) {
     const name = cell(row, "path", a.path);
     name.style.paddingLeft = 0.5 + depth * 1.2 + "rem";
     cell(row, "module", a.module + (a.version ? "@" + a.version : ""));
-    cell(row, "mailbox n", a.mailbox);
+    cell(row, "mailbox n", a.mailbox_depth);
     cell(row, "rate n", rate.toFixed(rate < 10 ? 1 : 0));
     cell(row, "received n", a.received);
     cell(row, "sent n", a.sent);
     cell(row, "failures n" + (a.failures ? " some" : ""), a.failures);
     cell(row, "restarts n" + (a.restarts ? " some" : ""), a.restarts);
     cell(row, "memory n", bytes(a.memory));
-    cell(row, "cpu n", a.cpu_ms.toFixed(1) + " ms");
+    cell(row, "cpu n", (a.cpu_ns / 1e6).toFixed(1) + " ms");
     row.addEventListener("click", () => select(a.path));
     rows.appendChild(row);
   }
@@ -58,7 +58,7 @@ function renderState(state) {
   modules.replaceChildren(
     ...state.modules.map((m) => {
       const li = document.createElement("li");
-      li.textContent = `${m.name}@${m.version}${m.current ? " (current)" : ""}${m.image ? " cow-image" : ""} sha256:${m.hash}`;
+      li.textContent = `${m.name}@${m.version}${m.current ? " (current)" : ""}${m.image ? " cow-image" : ""} sha256:${m.hash.slice(0, 16)}`;
       return li;
     })
   );
@@ -89,13 +89,13 @@ function renderDetail(a) {
   const rows = [
     ["incarnation", a.incarnation],
     ["module", a.module + "@" + a.version],
-    ["mailbox", `${a.mailbox} (${bytes(a.mailbox_bytes)})`],
+    ["mailbox", `${a.mailbox_depth} (${bytes(a.mailbox_bytes)})`],
     ["received / sent", `${a.received} / ${a.sent}`],
     ["failures / restarts", `${a.failures} / ${a.restarts}`],
     ["steps committed", a.committed],
     ["state (linear memory)", bytes(a.memory)],
-    ["cpu", a.cpu_ms.toFixed(2) + " ms"],
-    ["refusals", Object.entries(a.refusals).map(([k, n]) => `${k}=${n}`).join(" ") || "none"],
+    ["cpu", (a.cpu_ns / 1e6).toFixed(2) + " ms"],
+    ["refusals", a.refusals.map(([k, n]) => `${k}=${n}`).join(" ") || "none"],
   ];
   dl.replaceChildren(
     ...rows.flatMap(([k, v]) => {
