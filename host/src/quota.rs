@@ -326,6 +326,18 @@ impl Refusals {
             .filter(|(_, n)| *n > 0)
             .collect()
     }
+
+    /// Adds the counts so far to `sums`, by kind (in the order of [`Quota::ALL`]).
+    pub(crate) fn add_to(&self, sums: &mut [u64; Quota::ALL.len()]) {
+        for (sum, count) in sums.iter_mut().zip(&self.counts) {
+            *sum += count.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Refusals of every kind together.
+    pub(crate) fn total(&self) -> u64 {
+        self.counts.iter().map(|n| n.load(Ordering::Relaxed)).sum()
+    }
 }
 
 /// A token bucket: `rate` tokens a second, at most `burst` saved up.

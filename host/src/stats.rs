@@ -100,7 +100,7 @@ impl ActorStats {
             committed: self.committed.get(),
             memory_bytes: self.usage.memory_bytes(),
             cpu: self.usage.cpu(),
-            refusals: self.refusals.snapshot().iter().map(|(_, n)| n).sum(),
+            refusals: self.refusals.total(),
         }
     }
 }

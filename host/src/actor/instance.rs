@@ -118,7 +118,8 @@ pub(crate) struct ActorInstance {
     packed: Option<Func>,
     /// The buffer messages are packed into for it.
     packing: Vec<u8>,
-    /// Where its calls' time is charged, if its module can read it.
+    /// Where its calls' time is charged, if it is measured: its module can read it, or the host
+    /// meters every actor.
     usage: Option<Arc<ActorStats>>,
     slice_ticks: u64,
     epochs: bool,
@@ -230,7 +231,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_start(&mut self.store, init),
-            self.usage.as_deref().map(|s| &s.usage),
+            self.usage.as_deref(),
         )
         .await;
         self.flatten(result)
@@ -254,7 +255,7 @@ impl ActorInstance {
                 // SAFETY: `func` was type-checked as this signature when the instance was made.
                 let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
                 let call = typed.call_async(&mut self.store, (&packing[..],));
-                let result = Metered::new(call, self.usage.as_deref().map(|s| &s.usage)).await;
+                let result = Metered::new(call, self.usage.as_deref()).await;
                 if packing.capacity() <= KEEP_PACKED {
                     self.packing = packing;
                 }
@@ -271,7 +272,7 @@ impl ActorInstance {
                     self.bindings
                         .mote_actor_actor()
                         .call_receive(&mut self.store, &msg),
-                    self.usage.as_deref().map(|s| &s.usage),
+                    self.usage.as_deref(),
                 )
                 .await;
                 (result, msg.kind, msg.body)
@@ -317,7 +318,7 @@ impl ActorInstance {
             self.bindings
                 .mote_actor_actor()
                 .call_stopping(&mut self.store, &reason),
-            self.usage.as_deref().map(|s| &s.usage),
+            self.usage.as_deref(),
         )
         .await;
         self.flatten(result.map(Ok))
@@ -341,7 +342,7 @@ impl ActorInstance {
         );
         match Metered::new(
             func.call_async(&mut self.store, args),
-            self.usage.as_deref().map(|s| &s.usage),
+            self.usage.as_deref(),
         )
         .await
         {
@@ -361,12 +362,7 @@ impl ActorInstance {
             return Ok(None);
         };
         self.begin_call();
-        match Metered::new(
-            save.call_async(&mut self.store, ()),
-            self.usage.as_deref().map(|s| &s.usage),
-        )
-        .await
-        {
+        match Metered::new(save.call_async(&mut self.store, ()), self.usage.as_deref()).await {
             Ok((state,)) => Ok(state),
             Err(trap) => Err(self.trapped(&trap, "save-state: ")),
         }
@@ -379,7 +375,7 @@ impl ActorInstance {
         };
         self.begin_call();
         let call = migrate.call_async(&mut self.store, (from.to_owned(), state));
-        let result = Metered::new(call, self.usage.as_deref().map(|s| &s.usage))
+        let result = Metered::new(call, self.usage.as_deref())
             .await
             .map(|(r,)| r);
         self.flatten(result)

@@ -226,7 +226,7 @@ pub(crate) struct ActorRef {
     /// Messages (and bytes) queued on the user lane now.
     pub(crate) depth: Arc<Depth>,
     pub(crate) capacity: Capacity,
-    /// What the actor was refused, by quota (`None` for host endpoints).
+    /// What the actor has done and used, its refusals among them (`None` for host endpoints).
     pub(crate) stats: Option<Arc<ActorStats>>,
 }
 

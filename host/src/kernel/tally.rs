@@ -71,9 +71,7 @@ impl Tally {
             let mut last = stats.snapshot();
             last.memory_bytes = 0;
             *retired.modules.entry(module.clone()).or_default() += last;
-            for (quota, n) in stats.refusals.snapshot() {
-                retired.refusals[quota as usize] += n;
-            }
+            stats.refusals.add_to(&mut retired.refusals);
         }
         true
     }

@@ -115,9 +115,12 @@ pub(crate) struct Metered<'u, F> {
 }
 
 impl<'u, F> Metered<'u, F> {
-    /// Charges the runs of `call` to `usage` (none: not metered).
-    pub(crate) fn new(call: F, usage: Option<&'u Usage>) -> Self {
-        Metered { call, usage }
+    /// Charges the runs of `call` to the usage of `stats` (none: not metered).
+    pub(crate) fn new(call: F, stats: Option<&'u ActorStats>) -> Self {
+        Metered {
+            call,
+            usage: stats.map(|s| &s.usage),
+        }
     }
 }
 

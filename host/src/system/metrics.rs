@@ -207,17 +207,13 @@ fn kernel_metrics(sources: &Sources<'_>, registry: &mut Registry, query: &Metric
     let mut busiest: BinaryHeap<Reverse<(u64, String)>> = BinaryHeap::new();
     let mut named: Vec<ActorRef> = Vec::new();
     let mut refusals = [0u64; Quota::ALL.len()];
-    let mut live = 0i64;
     kernel.tally.with_retired(|retired| {
         kernel.registry.for_each(|actor| {
             let (Some(module), Some(stats)) = (&actor.module, &actor.stats) else {
                 return;
             };
-            live += 1;
             let snapshot = stats.snapshot();
-            for (quota, n) in stats.refusals.snapshot() {
-                refusals[quota as usize] += n;
-            }
+            stats.refusals.add_to(&mut refusals);
             let figures = modules.entry(module.clone()).or_default();
             figures.live += 1;
             figures.mailbox += i64::try_from(actor.depth.messages()).unwrap_or(i64::MAX);
@@ -256,7 +252,7 @@ fn kernel_metrics(sources: &Sources<'_>, registry: &mut Registry, query: &Metric
     registry.register(
         "actors_live",
         "Live actors (not probes or ask endpoints)",
-        ConstGauge::new(live),
+        ConstGauge::new(modules.values().map(|m| m.live).sum::<i64>()),
     );
     registry.register(
         "spawns",

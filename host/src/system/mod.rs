@@ -246,10 +246,9 @@ impl ActorSystem {
             module: name.clone(),
             version: version.to_owned(),
         };
-        let total = u64::try_from(actors.len()).unwrap_or(u64::MAX);
-        let tracker = self.kernel.reports.begin(task, Some(total));
-        let mut report = upgrade::upgrade_actors(module, actors, options, progress, tracker).await;
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let tracker = self.kernel.reports.begin(task, Some(count(actors.len())));
+        let mut report = upgrade::upgrade_actors(module, actors, options, progress, tracker).await;
         (self.upgrades.done).fetch_add(count(report.upgraded.len()), Ordering::Relaxed);
         (self.upgrades.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
         if whole && report.failed.is_empty() {

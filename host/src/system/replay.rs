@@ -183,10 +183,6 @@ impl Replay {
         let writer = writer_of(&history, &options)?;
         let mut config = options.config;
         config.storage = None;
-        if config.module_cache.is_none() {
-            let dir = db.parent().unwrap_or(Path::new("."));
-            config.module_cache(dir.join("mote-cache"));
-        }
         let Wiring {
             caps,
             modules,

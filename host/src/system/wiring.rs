@@ -50,12 +50,12 @@ impl Wiring {
             guest_log: &guest_log,
             replay,
         })?);
-        let cache = config.module_cache.clone().or_else(|| {
-            config
-                .storage
-                .as_ref()
-                .map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache"))
-        });
+        // Compiled modules are cached beside the database file, the host's or the replay's.
+        let file = (config.storage.as_deref()).or(replay.map(|h| h.database().path()));
+        let cache = config
+            .module_cache
+            .clone()
+            .or_else(|| file.map(|db| db.parent().unwrap_or(Path::new(".")).join("mote-cache")));
         let backend = |engine: Engine| -> Result<Backend, HostError> {
             let mut linker = Linker::new(&engine);
             Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;

@@ -120,7 +120,6 @@ struct Cell {
     /// The capabilities' states of the last instance, carried into its replacement (boxed:
     /// some 900 bytes an idle actor would otherwise hold for nothing).
     carried: Option<Box<States>>,
-    /// The time this incarnation has lived and run, over all its instances.
     /// Children's failures that arrived while this actor itself waited for a directive.
     deferred: VecDeque<SystemMsg>,
     /// Children whose failure this actor escalated: they wait for its own outcome.

@@ -317,10 +317,11 @@ impl messaging::Host for Call<'_, Messaging> {
         let Some(pending) = Pending::within(&self.state.0, quotas.asks) else {
             return Err(self.actor.refuse(Quota::Asks).into());
         };
+        let trace = envelope.trace();
         let answer = Answer::Actor {
             asker: self.actor.me.clone(),
             pending,
-            trace: envelope.trace(),
+            trace,
         };
         let Some(endpoint) =
             ask::endpoint(&self.actor.kernel, timeout, answer, &self.cap.open_asks)
@@ -328,7 +329,6 @@ impl messaging::Host for Call<'_, Messaging> {
             return Err(WitSendError::InvalidPath("no ask endpoint".to_owned()));
         };
         let id = endpoint.incarnation;
-        let trace = envelope.trace();
         let request = Envelope::new(Some(endpoint), envelope.kind, envelope.body).traced(trace);
         self.actor.send(&to.path, Some(to.incarnation), request);
         Ok(id)
