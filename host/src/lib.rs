@@ -58,6 +58,7 @@
 mod actor;
 mod address;
 mod caps;
+mod cluster;
 mod config;
 mod deploy;
 mod error;
@@ -95,6 +96,10 @@ pub use caps::callouts::HTTP_RESPONSE_KIND;
 pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
 pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;
+pub use cluster::{
+    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND,
+    RemoteActor, cluster_tree,
+};
 pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;
 pub use deploy::checks::CONTRACT_VERSION;

@@ -2,6 +2,7 @@
 //! and waiting for reports with a deadline (never a sleep).
 
 pub mod collector;
+pub mod nats;
 
 use std::time::Duration;
 

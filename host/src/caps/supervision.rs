@@ -14,7 +14,6 @@ use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
-use crate::actor::mailbox::SystemMsg;
 use crate::actor::supervisor::{Scope, Strategy};
 use crate::address::{ActorPath, Address};
 use crate::error::HostError;
@@ -136,17 +135,10 @@ impl supervision::Host for Call<'_, Supervision> {
             return Err(self.actor.refuse(Quota::Watches).into());
         }
         self.state.watching.insert(target.clone());
-        let me = self.actor.me.clone();
         let kernel = &self.actor.kernel;
-        let registered = kernel.registry.with(target.path.as_str(), |actor| {
-            actor.is_some_and(|a| {
-                a.address.incarnation == target.incarnation
-                    && a.signal(SystemMsg::Watch(me.clone()))
-            })
-        });
-        if !registered {
+        if !kernel.watch(&self.actor.me, &target) {
             // Already gone: the watcher hears of it at once.
-            kernel.notify_terminated(&me, &target);
+            kernel.notify_terminated(&self.actor.me, &target);
         }
         Ok(())
     }
@@ -162,15 +154,7 @@ impl supervision::Host for Call<'_, Supervision> {
             return;
         };
         self.state.watching.remove(&address);
-        let me = self.actor.me.clone();
-        self.actor
-            .kernel
-            .registry
-            .with(address.path.as_str(), |actor| {
-                if let Some(a) = actor.filter(|a| a.address.incarnation == address.incarnation) {
-                    a.signal(SystemMsg::Unwatch(me));
-                }
-            });
+        self.actor.kernel.unwatch(&self.actor.me, &address);
     }
 
     fn restart_cause(&mut self) -> Option<String> {

@@ -42,16 +42,22 @@ pub enum DeadLetterReason {
     /// The actor rejected it (`host.reject`: its body did not decode, say); the log has its
     /// reason.
     Rejected,
+    /// The node that owns the target path is down (or left the cluster).
+    NodeDown,
+    /// The link to the node that owns the target path is backed up or closed.
+    Unreachable,
 }
 
 impl DeadLetterReason {
     /// Every reason, in the order of their counts.
-    pub const ALL: [DeadLetterReason; 5] = [
+    pub const ALL: [DeadLetterReason; 7] = [
         DeadLetterReason::NoActor,
         DeadLetterReason::StaleIncarnation,
         DeadLetterReason::Stopped,
         DeadLetterReason::MailboxFull,
         DeadLetterReason::Rejected,
+        DeadLetterReason::NodeDown,
+        DeadLetterReason::Unreachable,
     ];
 
     /// Its short name, as metrics label it (`no-actor`).
@@ -62,6 +68,8 @@ impl DeadLetterReason {
             DeadLetterReason::Stopped => "stopped",
             DeadLetterReason::MailboxFull => "mailbox-full",
             DeadLetterReason::Rejected => "rejected",
+            DeadLetterReason::NodeDown => "node-down",
+            DeadLetterReason::Unreachable => "unreachable",
         }
     }
 }
@@ -74,6 +82,8 @@ impl std::fmt::Display for DeadLetterReason {
             DeadLetterReason::Stopped => "the actor stopped before handling it",
             DeadLetterReason::MailboxFull => "the actor's mailbox is full",
             DeadLetterReason::Rejected => "the actor rejected it",
+            DeadLetterReason::NodeDown => "the node that owns the path is down",
+            DeadLetterReason::Unreachable => "the link to the node that owns the path is backed up",
         })
     }
 }

@@ -38,19 +38,66 @@ impl Kernel {
         }
     }
 
-    /// Delivers a host message to one incarnation, bypassing its mailbox capacity.
+    /// Delivers a host message to one incarnation, bypassing its mailbox capacity; an
+    /// incarnation of no local path may live on another node (a watcher, an asker).
     pub(crate) fn tell_host(self: &Arc<Self>, to: &Address, envelope: Envelope) {
         let refused = self.registry.with(to.path.as_str(), |actor| match actor {
-            Some(a) if a.address.incarnation == to.incarnation => a.tell_host(envelope).err(),
-            _ => Some(Refused::Closed(envelope)),
+            Some(a) if a.address.incarnation == to.incarnation => {
+                a.tell_host(envelope).err().map(|r| (r, true))
+            }
+            Some(_) => Some((Refused::Closed(envelope), true)),
+            None => Some((Refused::Closed(envelope), false)),
         });
-        if let Some(Refused::Closed(envelope) | Refused::Full(envelope)) = refused {
-            self.dead_letter(envelope, to.to_string(), DeadLetterReason::Stopped);
+        let Some((Refused::Closed(envelope) | Refused::Full(envelope), here)) = refused else {
+            return;
+        };
+        let undelivered = if here {
+            Err(envelope)
+        } else {
+            self.route_remote(to.path.as_str(), Some(to.incarnation), envelope)
+        };
+        match undelivered {
+            Ok(None) => {}
+            Ok(Some(u)) => self.dead_letter(u.envelope, u.target, u.reason),
+            Err(envelope) => self.dead_letter(envelope, to.to_string(), DeadLetterReason::Stopped),
         }
     }
 
-    /// Queues `envelope`, or gives it back with the dead-letter target and reason.
+    /// Queues `envelope` here or on the node that owns `path`, or gives it back with the
+    /// dead-letter target and reason.
     pub(crate) fn deliver(
+        self: &Arc<Self>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Option<Undelivered> {
+        match self.deliver_live(path, incarnation, envelope) {
+            Some(undelivered) if undelivered.reason == DeadLetterReason::NoActor => {
+                let Undelivered {
+                    envelope,
+                    target,
+                    reason,
+                } = undelivered;
+                match self.route_remote(path, incarnation, envelope) {
+                    Ok(outcome) => outcome,
+                    Err(envelope) => self.unclaimed(path, envelope, target, reason),
+                }
+            }
+            Some(undelivered) if undelivered.reason == DeadLetterReason::StaleIncarnation => {
+                let Undelivered {
+                    envelope,
+                    target,
+                    reason,
+                } = undelivered;
+                self.unclaimed(path, envelope, target, reason)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Kernel::deliver`] without the cluster: queued here (maybe activating an entity), or
+    /// given back.
+    pub(crate) fn deliver_here(
         self: &Arc<Self>,
         path: &str,
         incarnation: Option<u64>,
@@ -63,24 +110,39 @@ impl Kernel {
                     DeadLetterReason::NoActor | DeadLetterReason::StaleIncarnation
                 ) =>
             {
-                let Some(ext) = self.extensions.get() else {
-                    return Some(undelivered);
-                };
                 let Undelivered {
                     envelope,
                     target,
                     reason,
                 } = undelivered;
-                match ext.unclaimed(self, path, envelope) {
-                    Ok(outcome) => outcome,
-                    Err(envelope) => Some(Undelivered {
-                        envelope,
-                        target,
-                        reason,
-                    }),
-                }
+                self.unclaimed(path, envelope, target, reason)
             }
             other => other,
+        }
+    }
+
+    /// Offers a message no live actor took to the extensions (an entity may activate).
+    fn unclaimed(
+        self: &Arc<Self>,
+        path: &str,
+        envelope: Envelope,
+        target: String,
+        reason: DeadLetterReason,
+    ) -> Option<Undelivered> {
+        let Some(ext) = self.extensions.get() else {
+            return Some(Undelivered {
+                envelope,
+                target,
+                reason,
+            });
+        };
+        match ext.unclaimed(self, path, envelope) {
+            Ok(outcome) => outcome,
+            Err(envelope) => Some(Undelivered {
+                envelope,
+                target,
+                reason,
+            }),
         }
     }
 

@@ -4,7 +4,7 @@
 //! The kernel knows no capability and no module. The layers above plug into it through
 //! [`Extensions`]: how an actor's task starts (the actor layer), and what capabilities add to
 //! delivery (entities activated by a message, recovered messages waiting for a path, durable
-//! receipts, dead-letter subscribers).
+//! receipts, dead-letter subscribers), and a cluster through [`remote::Remote`].
 //!
 //! Invariants:
 //! - A path belongs to at most one live incarnation (the registry claims it atomically); an
@@ -17,6 +17,7 @@ pub(crate) mod deadletters;
 mod delivery;
 pub(crate) mod guardian;
 pub(crate) mod registry;
+pub(crate) mod remote;
 pub(crate) mod spawn;
 pub(crate) mod tally;
 
@@ -112,6 +113,8 @@ pub(crate) struct Kernel {
     next_incarnation: AtomicU64,
     shutting_down: AtomicBool,
     extensions: OnceLock<Arc<dyn Extensions>>,
+    /// The cluster, once this node has joined one.
+    remote: OnceLock<Arc<dyn remote::Remote>>,
 }
 
 impl Kernel {
@@ -132,6 +135,7 @@ impl Kernel {
             next_incarnation: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             extensions: OnceLock::new(),
+            remote: OnceLock::new(),
         }
     }
 

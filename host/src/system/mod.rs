@@ -28,6 +28,7 @@ use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
 use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
+use crate::cluster::{Cluster, ClusterConfig, ClusterError, ClusterStats};
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
@@ -80,6 +81,8 @@ pub struct ActorSystem {
     scheduler: Scheduler,
     /// Upgrades done so far, for the metrics.
     upgrades: Upgrades,
+    /// The cluster, once this host has joined one.
+    cluster: std::sync::OnceLock<Arc<Cluster>>,
 }
 
 impl ActorSystem {
@@ -115,6 +118,7 @@ impl ActorSystem {
             guest_log,
             scheduler,
             upgrades: Upgrades::default(),
+            cluster: std::sync::OnceLock::new(),
         })
     }
 
@@ -320,6 +324,39 @@ impl ActorSystem {
         self.spawn_with(name_or_path, module, init, SpawnOptions::default())
     }
 
+    /// Joins a cluster of hosts on NATS as the node `config.node`; see [`ClusterConfig`].
+    /// Without a call of this, nothing connects and delivery is the single host's.
+    pub async fn join_cluster(&self, config: ClusterConfig) -> Result<(), ClusterError> {
+        let cluster = Cluster::join(&self.kernel, self.caps.clone(), config).await?;
+        self.cluster
+            .set(cluster)
+            .map_err(|_| ClusterError::AlreadyJoined)
+    }
+
+    /// Claims the top-level name of `path` for this node before spawning it there; refused
+    /// if a live node of the cluster has it. Without a cluster, every name is this host's.
+    pub async fn claim(&self, path: &str) -> Result<(), ClusterError> {
+        match self.cluster.get() {
+            Some(cluster) => cluster.claim(path).await,
+            None => Ok(()),
+        }
+    }
+
+    /// This node's name in its cluster, if it has joined one.
+    pub fn node(&self) -> Option<&str> {
+        self.cluster.get().map(|c| c.node())
+    }
+
+    /// The live nodes of the cluster, this one included (empty without a cluster).
+    pub fn cluster_nodes(&self) -> Vec<String> {
+        self.cluster.get().map(|c| c.nodes()).unwrap_or_default()
+    }
+
+    /// Figures of this node's part in its cluster.
+    pub fn cluster_stats(&self) -> Option<ClusterStats> {
+        self.cluster.get().map(|c| c.stats())
+    }
+
     /// Spawns a top-level actor with its own limits.
     pub fn spawn_with(
         &self,
@@ -337,8 +374,16 @@ impl ActorSystem {
             )),
             None => ActorPath::user_root().child(name_or_path),
         }?;
+        if let Some(node) = self
+            .cluster
+            .get()
+            .and_then(|c| c.owned_elsewhere(path.as_str()))
+        {
+            return Err(SpawnError::NameTaken(format!("{path} (on node {node})")));
+        }
+        let cluster = self.cluster.get();
         let actor = self.kernel.spawn_top_level(SpawnRequest {
-            path,
+            path: path.clone(),
             module: module.to_owned(),
             init: init.to_vec(),
             parent: None,
@@ -346,6 +391,9 @@ impl ActorSystem {
             passivate_after: None,
             reservation: None,
         })?;
+        if let Some(cluster) = cluster {
+            cluster.claim_in_background(&self.kernel, path.as_str());
+        }
         Ok(actor.address)
     }
 
@@ -569,6 +617,9 @@ impl ActorSystem {
                 .collect();
             tracing::warn!(?alive, "shutdown timed out");
             return Err(alive);
+        }
+        if let Some(cluster) = self.cluster.get() {
+            cluster.leave().await;
         }
         self.caps.shutdown().await;
         if let Some(db) = &self.database {

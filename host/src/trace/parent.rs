@@ -50,6 +50,26 @@ impl TraceParent {
         })
     }
 
+    /// Its 25 bytes, as it crosses to another node.
+    pub(crate) fn to_bytes(self) -> [u8; 25] {
+        let mut out = [0; 25];
+        out[..16].copy_from_slice(&self.trace_id);
+        out[16..24].copy_from_slice(&self.span_id);
+        out[24] = u8::from(self.sampled);
+        out
+    }
+
+    /// The parent [`TraceParent::to_bytes`] wrote; `None` for bytes no valid parent has.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let bytes: &[u8; 25] = bytes.try_into().ok()?;
+        let parent = TraceParent {
+            trace_id: bytes[..16].try_into().ok()?,
+            span_id: bytes[16..24].try_into().ok()?,
+            sampled: bytes[24] == 1,
+        };
+        (parent.trace_id != [0; 16] && parent.span_id != [0; 8] && bytes[24] <= 1).then_some(parent)
+    }
+
     /// The OpenTelemetry context whose (remote) span is this parent.
     pub(super) fn context(self) -> opentelemetry::Context {
         let span = SpanContext::new(

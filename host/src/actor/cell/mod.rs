@@ -592,6 +592,7 @@ impl Cell {
         }
         tracing::debug!(%reason, "actor terminated");
         self.me.lifeline.mark_terminated();
+        kernel.released(&me);
         kernel.child_terminated(self.parent.as_ref(), &me);
     }
 }

@@ -113,6 +113,21 @@ impl Directory {
             .unwrap_or_default()
     }
 
+    /// Every set with a member, and how many members it has.
+    pub(crate) fn names(&self) -> Vec<(String, u32)> {
+        self.by_name
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(name, members)| {
+                (
+                    name.clone(),
+                    u32::try_from(members.len()).unwrap_or(u32::MAX),
+                )
+            })
+            .collect()
+    }
+
     /// Whether `name` has any member (cheap check before encoding a message).
     pub(crate) fn is_empty(&self, name: &str) -> bool {
         !self

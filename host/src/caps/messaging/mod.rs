@@ -50,6 +50,15 @@ pub(crate) struct Messaging {
     pub(crate) open_asks: Arc<AtomicUsize>,
 }
 
+/// The topics and groups with members on this node.
+#[derive(Default)]
+pub(crate) struct Interest {
+    /// Each topic and how many subscribers it has here.
+    pub(crate) topics: Vec<(String, u32)>,
+    /// Each group, how many members it has here, and the shortest mailbox among them.
+    pub(crate) groups: Vec<(String, u32, u64)>,
+}
+
 /// One actor's asks awaiting their outcome, counted across restarts and upgrades.
 #[derive(Default, Clone)]
 pub(crate) struct Asking(Arc<AtomicUsize>);
@@ -121,42 +130,109 @@ impl Capability for Messaging {
 }
 
 impl Messaging {
-    /// Sends to every subscriber of `topic`; returns how many it reached.
+    /// Sends to every subscriber of `topic`, here and on other nodes; returns how many it
+    /// reached (on other nodes: how many they count).
     pub(crate) fn publish(&self, kernel: &Arc<Kernel>, topic: &str, envelope: Envelope) -> u32 {
-        fan_out(kernel, &self.topics, topic, &envelope)
+        let remote = kernel.remote().map_or(0, |r| r.publish(topic, &envelope));
+        fan_out(kernel, &self.topics, topic, &envelope) + remote
     }
 
-    /// Sends to every member of `group`; returns how many it reached.
+    /// Sends to every member of `group`, here and on other nodes; returns how many it reached.
     pub(crate) fn broadcast_group(
         &self,
         kernel: &Arc<Kernel>,
         group: &str,
         envelope: Envelope,
     ) -> u32 {
-        fan_out(kernel, &self.groups, group, &envelope)
+        let remote = kernel
+            .remote()
+            .map_or(0, |r| r.broadcast_group(group, &envelope));
+        fan_out(kernel, &self.groups, group, &envelope) + remote
     }
 
-    /// Sends to the member of `group` with the shortest mailbox; false if none is alive.
+    /// Sends to the member of `group` with the shortest mailbox, here or on another node;
+    /// false if none is alive.
     pub(crate) fn tell_group(&self, kernel: &Arc<Kernel>, group: &str, envelope: Envelope) -> bool {
+        let local = self.least_loaded_depth(kernel, group);
+        let envelope = match kernel.remote() {
+            Some(remote) => match remote.tell_group(group, local.as_ref().map(|l| l.0), envelope) {
+                Ok(()) => return true,
+                Err(envelope) => envelope,
+            },
+            None => envelope,
+        };
+        match local {
+            Some((_, member)) => deliver_to_member(kernel, &self.groups, group, &member, envelope),
+            None => false,
+        }
+    }
+
+    /// Sends to the member of `group` with the shortest mailbox on this node only; false if
+    /// none is alive here.
+    pub(crate) fn tell_group_here(
+        &self,
+        kernel: &Arc<Kernel>,
+        group: &str,
+        envelope: Envelope,
+    ) -> bool {
         match self.least_loaded(kernel, group) {
             Some(member) => deliver_to_member(kernel, &self.groups, group, &member, envelope),
             None => false,
         }
     }
 
+    /// Sends to every subscriber of `topic` on this node only.
+    pub(crate) fn publish_here(&self, kernel: &Arc<Kernel>, topic: &str, envelope: &Envelope) {
+        fan_out(kernel, &self.topics, topic, envelope);
+    }
+
+    /// Sends to every member of `group` on this node only.
+    pub(crate) fn broadcast_group_here(
+        &self,
+        kernel: &Arc<Kernel>,
+        group: &str,
+        envelope: &Envelope,
+    ) {
+        fan_out(kernel, &self.groups, group, envelope);
+    }
+
     /// The live member of `group` with the shortest mailbox.
     pub(crate) fn least_loaded(&self, kernel: &Kernel, group: &str) -> Option<Address> {
+        self.least_loaded_depth(kernel, group).map(|(_, m)| m)
+    }
+
+    /// The live member of `group` with the shortest mailbox, and how long it is.
+    fn least_loaded_depth(&self, kernel: &Kernel, group: &str) -> Option<(usize, Address)> {
         self.groups
             .members(group)
-            .iter()
+            .into_iter()
             .filter_map(|m| {
-                kernel.registry.with(m.path.as_str(), |a| {
-                    a.filter(|a| a.address.incarnation == m.incarnation)
-                        .map(|a| (a.depth.messages(), m))
-                })
+                kernel
+                    .registry
+                    .with(m.path.as_str(), |a| {
+                        a.filter(|a| a.address.incarnation == m.incarnation)
+                            .map(|a| a.depth.messages())
+                    })
+                    .map(|depth| (depth, m))
             })
             .min_by_key(|(depth, _)| *depth)
-            .map(|(_, m)| m.clone())
+    }
+
+    /// Each topic and group with a member here (what other nodes route by).
+    pub(crate) fn interest(&self, kernel: &Kernel) -> Interest {
+        let topics = self.topics.names();
+        let groups = self
+            .groups
+            .names()
+            .into_iter()
+            .map(|(name, members)| {
+                let shortest = self
+                    .least_loaded_depth(kernel, &name)
+                    .map_or(u64::MAX, |(depth, _)| depth as u64);
+                (name, members, shortest)
+            })
+            .collect();
+        Interest { topics, groups }
     }
 
     /// Replies that arrived after their ask had been answered or had timed out.

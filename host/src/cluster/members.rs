@@ -1,0 +1,169 @@
+//! Membership: which nodes are live, as their heartbeats say, and what they have (topics and
+//! groups with members there). A node is down once it leaves cleanly or stays silent for the
+//! failure timeout.
+//!
+//! Invariants:
+//! - Each node is up at most once between two downs: `heard` reports a node new exactly when
+//!   it was not live, and `expire`/`leave` report it down exactly once.
+//! - A heartbeat of an older session of a node is ignored once a newer one is heard (a
+//!   restarted node replaces its old self).
+//! - Placement by rendezvous hashing depends only on the set of live names, so every node with
+//!   the same view places an entity on the same node.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use super::wire::Heartbeat;
+
+/// What a node told in its last heartbeat.
+struct Member {
+    session: u64,
+    last: Instant,
+    topics: HashMap<String, u32>,
+    groups: HashMap<String, (u32, u64)>,
+}
+
+/// The live nodes other than this one.
+#[derive(Default)]
+pub(crate) struct Members {
+    live: RwLock<HashMap<String, Member>>,
+}
+
+/// What changed with a heartbeat.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Nothing to tell.
+    None,
+    /// A node that was not live is up.
+    Up,
+    /// A node left (cleanly).
+    Down,
+    /// A node restarted: its old session is down, the new one up.
+    Restarted,
+}
+
+impl Members {
+    /// Takes a heartbeat in, at `now`.
+    pub(crate) fn heard(&self, beat: Heartbeat, now: Instant) -> Change {
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        if beat.leaving {
+            return match live.get(&beat.node) {
+                Some(m) if m.session == beat.session => {
+                    live.remove(&beat.node);
+                    Change::Down
+                }
+                _ => Change::None,
+            };
+        }
+        let session = beat.session;
+        if live
+            .get(&beat.node)
+            .is_some_and(|old| old.session > session && old.session != session)
+        {
+            // A late beat of an older run: the newer session stands.
+            return Change::None;
+        }
+        let member = Member {
+            session,
+            last: now,
+            topics: beat.topics.into_iter().collect(),
+            groups: beat
+                .groups
+                .into_iter()
+                .map(|(name, count, shortest)| (name, (count, shortest)))
+                .collect(),
+        };
+        match live.insert(beat.node, member) {
+            None => Change::Up,
+            Some(old) if old.session == session => Change::None,
+            Some(_) => Change::Restarted,
+        }
+    }
+
+    /// Nodes silent for `timeout` by `now`: they are down, and no longer members.
+    pub(crate) fn expire(&self, timeout: Duration, now: Instant) -> Vec<String> {
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        let dead: Vec<String> = live
+            .iter()
+            .filter(|(_, m)| now.saturating_duration_since(m.last) >= timeout)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &dead {
+            live.remove(name);
+        }
+        dead
+    }
+
+    /// Whether `node` is live.
+    pub(crate) fn is_live(&self, node: &str) -> bool {
+        self.read().contains_key(node)
+    }
+
+    /// The live nodes, by name.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// The live nodes with subscribers of `topic`, and how many each has.
+    pub(crate) fn subscribed(&self, topic: &str) -> Vec<(String, u32)> {
+        self.read()
+            .iter()
+            .filter_map(|(node, m)| m.topics.get(topic).map(|n| (node.clone(), *n)))
+            .collect()
+    }
+
+    /// The live nodes with members of `group`: how many, and their shortest mailbox.
+    pub(crate) fn in_group(&self, group: &str) -> Vec<(String, u32, u64)> {
+        self.read()
+            .iter()
+            .filter_map(|(node, m)| {
+                m.groups
+                    .get(group)
+                    .map(|(count, shortest)| (node.clone(), *count, *shortest))
+            })
+            .collect()
+    }
+
+    /// Counts one more message queued for `group` on `node` until its next beat says better.
+    pub(crate) fn queued(&self, node: &str, group: &str) {
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, shortest)) = live.get_mut(node).and_then(|m| m.groups.get_mut(group)) {
+            *shortest = shortest.saturating_add(1);
+        }
+    }
+
+    /// The node among `me` and the live members where the entity `path` lives.
+    pub(crate) fn place(&self, path: &str, me: &str) -> String {
+        let live = self.read();
+        let mut best = (score(me, path), me);
+        for node in live.keys() {
+            let s = score(node, path);
+            if (s, node.as_str()) > best {
+                best = (s, node.as_str());
+            }
+        }
+        best.1.to_owned()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Member>> {
+        self.live.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The rendezvous score of `node` for `key`: FNV-1a over both, then a 64-bit finalizer, so that
+/// every node computes the same placement whatever its build.
+pub(crate) fn score(node: &str, key: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain([0xff]).chain(key.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}

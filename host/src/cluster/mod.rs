@@ -1,0 +1,1139 @@
+//! A cluster of hosts on NATS: one address space over several nodes. A node joins with a unique
+//! name, beats its heart on a subject every node hears, and sends what other nodes own over
+//! NATS in per-node batches; JetStream key-value holds the claims on top-level names and the
+//! entity leases.
+//!
+//! ```text
+//! mote.<cluster>.hb            heartbeats (and clean leaves) of every node, with its topics and groups
+//! mote.<cluster>.to.<node>     batches of frames for one node: one subject, one connection each way
+//! mote.<cluster>.ctl.<node>    requests to a node (its tree), answered on the reply subject
+//! KV mote-<cluster>-paths      top-level name -> node
+//! KV mote-<cluster>-leases     entity path -> node holding its activation
+//! ```
+//!
+//! Invariants:
+//! - Per sender and receiver, order is kept: a node publishes every frame for a node from one
+//!   task, on one connection, to one subject, which the receiver reads from one task.
+//! - Nothing here blocks a sender: a frame is queued (bounded) or refused as `Unreachable`.
+//! - A watcher of an actor on another node hears exactly once that it terminated: from the
+//!   actor's node, or, if that node goes down first, from its own node ([`watches`]).
+//! - Every subject and bucket is under the cluster's name; a guest has no import that reaches
+//!   NATS: only the host's own delivery does.
+//! - Cross-node delivery is at most once: a durable message's receipt is settled when it is
+//!   handed to NATS (the cluster-durability work makes it exactly once).
+
+mod leases;
+mod members;
+mod routes;
+mod watches;
+pub(crate) mod wire;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_nats::jetstream::kv;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use self::leases::{Admit, Leases};
+use self::members::{Change, Members};
+use self::routes::Routes;
+use self::watches::Watches;
+use self::wire::{Frame, Heartbeat};
+use crate::address::Address;
+use crate::caps::Caps;
+use crate::error::BoxError;
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::kernel::remote::Remote;
+use crate::kernel::{Kernel, TERMINATED_KIND, Undelivered};
+use crate::message::Envelope;
+
+/// The topic on which a node's actors hear of other nodes coming and going.
+pub const CLUSTER_TOPIC: &str = "/system/cluster";
+/// The kind of the message to [`CLUSTER_TOPIC`] when a node is up; its body is the node name.
+pub const NODE_UP_KIND: &str = "mote.node-up";
+/// The kind of the message to [`CLUSTER_TOPIC`] when a node is down; its body is the node name.
+pub const NODE_DOWN_KIND: &str = "mote.node-down";
+
+/// How a host joins a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// The NATS server(s), such as `nats://127.0.0.1:4222`.
+    pub url: String,
+    /// This node's name, unique in the cluster (`A-Z a-z 0-9 _ -`).
+    pub node: String,
+    /// The cluster's name: every subject and bucket is under it (default `mote`).
+    pub name: String,
+    /// A NATS token, if the server wants one.
+    pub token: Option<String>,
+    /// A NATS credentials file (JWT and nkey seed), if the server wants one.
+    pub credentials: Option<PathBuf>,
+    /// How often a node beats (default 1 s).
+    pub heartbeat: Duration,
+    /// Silence after which a node is down (default 3 s).
+    pub failure_timeout: Duration,
+    /// Frames queued for other nodes before further sends are refused (default 65,536).
+    pub link_capacity: usize,
+}
+
+impl ClusterConfig {
+    /// A node `node` of the cluster `mote` at `url`, with the default timings.
+    pub fn new(url: impl Into<String>, node: impl Into<String>) -> Self {
+        ClusterConfig {
+            url: url.into(),
+            node: node.into(),
+            name: "mote".to_owned(),
+            token: None,
+            credentials: None,
+            heartbeat: Duration::from_secs(1),
+            failure_timeout: Duration::from_secs(3),
+            link_capacity: 1 << 16,
+        }
+    }
+}
+
+/// Why a host could not join a cluster, or a cluster operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// A node or cluster name outside `A-Z a-z 0-9 _ -` (or empty, or over 64 bytes).
+    #[error("invalid {what} name {name:?}: use 1-64 of A-Z a-z 0-9 _ -")]
+    InvalidName {
+        /// `node` or `cluster`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// The NATS server could not be reached or refused the credentials.
+    #[error("cannot connect to NATS at {url}")]
+    Connect {
+        /// The server.
+        url: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// Another live node of the cluster has this name.
+    #[error("the node name `{0}` is taken by a live node of this cluster")]
+    NameTaken(String),
+    /// A JetStream operation failed (is the server running with `-js`?).
+    #[error("JetStream {what} failed (is nats-server running with -js?)")]
+    JetStream {
+        /// What was being done.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// A live node owns this top-level path.
+    #[error("{path} belongs to node {node}")]
+    Claimed {
+        /// The path.
+        path: String,
+        /// Its node.
+        node: String,
+    },
+    /// This host is a node of a cluster already.
+    #[error("this host has joined a cluster already")]
+    AlreadyJoined,
+    /// A node did not answer a request in time.
+    #[error("node {0} did not answer")]
+    NoAnswer(String),
+}
+
+impl ClusterError {
+    fn jetstream(what: &'static str, source: impl Into<BoxError>) -> Self {
+        ClusterError::JetStream {
+            what,
+            source: source.into(),
+        }
+    }
+}
+
+/// Checks a node or cluster name: a NATS subject token and a bucket name.
+fn check_name(what: &'static str, name: &str) -> Result<(), ClusterError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::InvalidName {
+            what,
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// Subjects and buckets of one cluster.
+struct Names {
+    prefix: String,
+}
+
+impl Names {
+    fn new(cluster: &str) -> Self {
+        Names {
+            prefix: format!("mote.{cluster}"),
+        }
+    }
+    fn heartbeats(&self) -> String {
+        format!("{}.hb", self.prefix)
+    }
+    fn to(&self, node: &str) -> String {
+        format!("{}.to.{node}", self.prefix)
+    }
+    fn control(&self, node: &str) -> String {
+        format!("{}.ctl.{node}", self.prefix)
+    }
+    fn bucket(&self, what: &str) -> String {
+        format!("{}-{what}", self.prefix.replace('.', "-"))
+    }
+}
+
+/// One actor as a node's tree lists it to the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteActor {
+    /// Its path.
+    pub path: String,
+    /// Its incarnation.
+    pub incarnation: u64,
+    /// The module it runs.
+    pub module: Option<String>,
+    /// Messages waiting in its mailbox.
+    pub mailbox_depth: usize,
+}
+
+/// Figures of this node's part in the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    /// Other live nodes.
+    pub nodes: usize,
+    /// Frames sent to other nodes.
+    pub frames_sent: u64,
+    /// Frames received from other nodes.
+    pub frames_received: u64,
+    /// Batches from other nodes that did not decode.
+    pub malformed: u64,
+    /// Watches of actors on other nodes.
+    pub remote_watches: usize,
+    /// Entity leases this node holds.
+    pub leases: usize,
+}
+
+/// This node's membership of a cluster.
+pub(crate) struct Cluster {
+    me: String,
+    session: u64,
+    config: ClusterConfig,
+    names: Names,
+    client: async_nats::Client,
+    paths: kv::Store,
+    leases_kv: kv::Store,
+    members: Members,
+    routes: Routes,
+    watches: Watches,
+    leases: Leases,
+    out: mpsc::Sender<(String, Frame)>,
+    kernel: Weak<Kernel>,
+    /// This cluster itself, for the tasks it starts.
+    this: Weak<Cluster>,
+    caps: Arc<Caps>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    left: AtomicBool,
+    sent: AtomicU64,
+    received: AtomicU64,
+    malformed: AtomicU64,
+}
+
+/// Connects to NATS with the config's credentials.
+async fn connect(config: &ClusterConfig, name: String) -> Result<async_nats::Client, ClusterError> {
+    let failed = |source: BoxError| ClusterError::Connect {
+        url: config.url.clone(),
+        source,
+    };
+    let mut options = async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(Duration::from_secs(5));
+    if let Some(token) = &config.token {
+        options = options.token(token.clone());
+    }
+    if let Some(path) = &config.credentials {
+        options = options
+            .credentials_file(path)
+            .await
+            .map_err(|e| failed(e.into()))?;
+    }
+    options
+        .connect(config.url.as_str())
+        .await
+        .map_err(|e| failed(e.into()))
+}
+
+/// Opens (or creates) a key-value bucket of the cluster.
+async fn bucket(
+    js: &async_nats::jetstream::Context,
+    name: String,
+) -> Result<kv::Store, ClusterError> {
+    js.create_or_update_key_value(kv::Config {
+        bucket: name,
+        history: 1,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| ClusterError::jetstream("opening a key-value bucket", e))
+}
+
+impl Cluster {
+    /// Joins the cluster as `config.node`: refuses a name a live node has, then hears the
+    /// others for one heartbeat before it returns, so that its first sends know the members.
+    pub(crate) async fn join(
+        kernel: &Arc<Kernel>,
+        caps: Arc<Caps>,
+        config: ClusterConfig,
+    ) -> Result<Arc<Cluster>, ClusterError> {
+        check_name("node", &config.node)?;
+        check_name("cluster", &config.name)?;
+        if kernel.remote().is_some() {
+            return Err(ClusterError::AlreadyJoined);
+        }
+        let names = Names::new(&config.name);
+        let client = connect(&config, format!("mote-{}", config.node)).await?;
+        let js = async_nats::jetstream::new(client.clone());
+        let paths = bucket(&js, names.bucket("paths")).await?;
+        let leases_kv = bucket(&js, names.bucket("leases")).await?;
+        let session = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut beats = client
+            .subscribe(names.heartbeats())
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to heartbeats", e))?;
+        // Hear the cluster for a little more than one beat: a live node with our name would
+        // have spoken, and every live node is known before the first send.
+        let members = Members::default();
+        let listen_until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
+        while let Ok(Some(message)) = tokio::time::timeout_at(listen_until, beats.next()).await {
+            let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
+                continue;
+            };
+            if beat.node == config.node && !beat.leaving {
+                return Err(ClusterError::NameTaken(config.node.clone()));
+            }
+            members.heard(beat, Instant::now());
+        }
+        let (out, outbox) = mpsc::channel(config.link_capacity.max(1));
+        let cluster = Arc::new_cyclic(|this| Cluster {
+            this: this.clone(),
+            me: config.node.clone(),
+            session,
+            names,
+            client,
+            paths,
+            leases_kv,
+            members,
+            routes: Routes::default(),
+            watches: Watches::default(),
+            leases: Leases::default(),
+            out,
+            kernel: Arc::downgrade(kernel),
+            caps,
+            tasks: Mutex::new(Vec::new()),
+            left: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
+            config,
+        });
+        cluster.load_claims().await?;
+        let inbox = cluster
+            .client
+            .subscribe(cluster.names.to(&cluster.me))
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to this node's subject", e))?;
+        let control = cluster
+            .client
+            .subscribe(cluster.names.control(&cluster.me))
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to requests", e))?;
+        let claims = cluster
+            .paths
+            .watch_all()
+            .await
+            .map_err(|e| ClusterError::jetstream("watching claims", e))?;
+        let runtime = kernel.runtime.clone();
+        let handles = vec![
+            runtime.spawn(link(cluster.clone(), outbox)).abort_handle(),
+            runtime
+                .spawn(receive(cluster.clone(), inbox))
+                .abort_handle(),
+            runtime.spawn(hear(cluster.clone(), beats)).abort_handle(),
+            runtime.spawn(beat(cluster.clone())).abort_handle(),
+            runtime
+                .spawn(answer(cluster.clone(), control))
+                .abort_handle(),
+            runtime
+                .spawn(follow_claims(cluster.clone(), claims))
+                .abort_handle(),
+        ];
+        *cluster.tasks.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        cluster.send_beat(false).await;
+        if !kernel.join(cluster.clone()) {
+            cluster.stop_tasks();
+            return Err(ClusterError::AlreadyJoined);
+        }
+        tracing::info!(node = %cluster.me, cluster = %cluster.config.name, members = ?cluster.members.names(), "joined the cluster");
+        Ok(cluster)
+    }
+
+    /// This node's name.
+    pub(crate) fn node(&self) -> &str {
+        &self.me
+    }
+
+    /// The live nodes, this one included, by name.
+    pub(crate) fn nodes(&self) -> Vec<String> {
+        let mut nodes = self.members.names();
+        nodes.push(self.me.clone());
+        nodes.sort();
+        nodes
+    }
+
+    /// This node's figures.
+    pub(crate) fn stats(&self) -> ClusterStats {
+        ClusterStats {
+            nodes: self.members.names().len(),
+            frames_sent: self.sent.load(Ordering::Relaxed),
+            frames_received: self.received.load(Ordering::Relaxed),
+            malformed: self.malformed.load(Ordering::Relaxed),
+            remote_watches: self.watches.len(),
+            leases: self.leases.held().len(),
+        }
+    }
+
+    /// Claims the top-level name of `path` for this node: refused if a live node has it.
+    pub(crate) async fn claim(&self, path: &str) -> Result<(), ClusterError> {
+        let Some(name) = routes::top_level(path) else {
+            return Ok(());
+        };
+        let key = routes::key(name);
+        for _ in 0..4 {
+            match self.paths.create(&key, self.me.clone().into()).await {
+                Ok(_) => {
+                    self.routes.set(name.to_owned(), Some(self.me.clone()));
+                    return Ok(());
+                }
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+                Err(e) => return Err(ClusterError::jetstream("claiming a name", e)),
+            }
+            let entry = self
+                .paths
+                .entry(key.clone())
+                .await
+                .map_err(|e| ClusterError::jetstream("reading a claim", e))?;
+            let Some(entry) = entry else { continue };
+            let holder = String::from_utf8_lossy(&entry.value).into_owned();
+            let free = entry.operation != kv::Operation::Put
+                || holder == self.me
+                || !self.members.is_live(&holder);
+            if !free {
+                return Err(ClusterError::Claimed {
+                    path: path.to_owned(),
+                    node: holder,
+                });
+            }
+            if self
+                .paths
+                .update(&key, self.me.clone().into(), entry.revision)
+                .await
+                .is_ok()
+            {
+                self.routes.set(name.to_owned(), Some(self.me.clone()));
+                return Ok(());
+            }
+        }
+        Err(ClusterError::jetstream(
+            "claiming a name",
+            "the claim kept changing under this node",
+        ))
+    }
+
+    /// Claims the top-level name of an actor spawned here without [`Cluster::claim`]: other
+    /// nodes learn where it lives; a conflict (another node spawned it meanwhile) is logged.
+    pub(crate) fn claim_in_background(&self, kernel: &Kernel, path: &str) {
+        if routes::top_level(path).is_none() || self.routes.owner(path).as_deref() == Some(&self.me)
+        {
+            return;
+        }
+        let Some(this) = self.this.upgrade() else {
+            return;
+        };
+        let path = path.to_owned();
+        kernel.runtime.spawn(async move {
+            if let Err(e) = this.claim(&path).await {
+                tracing::error!(path, error = %crate::error::chain(&e), "a top-level actor runs here but its name is not this node's");
+            }
+        });
+    }
+
+    /// Whether a live node other than this one owns the top-level name of `path`.
+    pub(crate) fn owned_elsewhere(&self, path: &str) -> Option<String> {
+        self.routes
+            .owner(path)
+            .filter(|node| *node != self.me && self.members.is_live(node))
+    }
+
+    /// Leaves cleanly: tells the others, gives up leases, stops the tasks. Idempotent.
+    pub(crate) async fn leave(&self) {
+        if self.left.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for (path, revision) in self.leases.held() {
+            let _ = self
+                .leases_kv
+                .delete_expect_revision(routes::key(&path), Some(revision))
+                .await;
+        }
+        // Frames queued before the leave go first: the link publishes in order.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.out.capacity() < self.out.max_capacity()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.send_beat(true).await;
+        let _ = self.client.flush().await;
+        self.stop_tasks();
+        tracing::info!(node = %self.me, "left the cluster");
+    }
+
+    fn stop_tasks(&self) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+
+    /// Reads every claim into the routes.
+    async fn load_claims(&self) -> Result<(), ClusterError> {
+        let keys = match self.paths.keys().await {
+            Ok(keys) => keys,
+            Err(e) => return Err(ClusterError::jetstream("listing claims", e)),
+        };
+        let keys: Vec<String> = keys.filter_map(|k| async move { k.ok() }).collect().await;
+        for key in keys {
+            if let (Some(name), Ok(Some(value))) = (routes::name(&key), self.paths.get(&key).await)
+            {
+                self.routes
+                    .set(name, Some(String::from_utf8_lossy(&value).into_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes this node's heartbeat (or its leave).
+    async fn send_beat(&self, leaving: bool) {
+        let interest = match self.kernel.upgrade() {
+            Some(kernel) => self.caps.messaging.interest(&kernel),
+            None => Default::default(),
+        };
+        let beat = Heartbeat {
+            node: self.me.clone(),
+            session: self.session,
+            leaving,
+            topics: interest.topics,
+            groups: interest.groups,
+        };
+        if let Err(e) = self
+            .client
+            .publish(self.names.heartbeats(), wire::encode(&beat).into())
+            .await
+        {
+            tracing::warn!(error = %e, "a heartbeat was not sent");
+        }
+    }
+
+    /// Queues `frame` for `node`; false if the link is full or closed.
+    fn send(&self, node: &str, frame: Frame) -> bool {
+        self.out.try_send((node.to_owned(), frame)).is_ok()
+    }
+
+    /// Sends a message for `path` to `node`, or says why it cannot go.
+    fn forward(
+        &self,
+        kernel: &Kernel,
+        node: &str,
+        path: &str,
+        incarnation: Option<u64>,
+        mut envelope: Envelope,
+    ) -> Option<Undelivered> {
+        let undelivered = |envelope, reason| {
+            Some(Undelivered {
+                envelope,
+                target: path.to_owned(),
+                reason,
+            })
+        };
+        if !self.members.is_live(node) {
+            return undelivered(envelope, DeadLetterReason::NodeDown);
+        }
+        let frame = Frame::Deliver {
+            path: path.to_owned(),
+            incarnation,
+            msg: wire::msg(&envelope, &self.me),
+        };
+        if !self.send(node, frame) {
+            return undelivered(envelope, DeadLetterReason::Unreachable);
+        }
+        // Handed to NATS: at most once from here (see the module's invariants).
+        kernel.settle(envelope.receipt.take());
+        None
+    }
+
+    /// The node that owns `path` if it is not this one: by qualification, by lease or
+    /// placement for an entity, or by claim.
+    fn owner(&self, path: &str) -> Option<String> {
+        if let Some((node, _)) = wire::split_qualified(path) {
+            return (node != self.me).then(|| node.to_owned());
+        }
+        if self.caps.persistence.entities.is_entity(path) {
+            let node = self.members.place(path, &self.me);
+            return (node != self.me).then_some(node);
+        }
+        self.routes.owner(path).filter(|node| *node != self.me)
+    }
+
+    /// A message for an entity whose activation this node is to hold (placed here, or sent
+    /// here by another node): here once the lease is this node's, else to the lease's node.
+    fn entity(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        match self.leases.admit(path, incarnation, envelope) {
+            Admit::Here(envelope) => Err(envelope),
+            Admit::Parked(start) => {
+                if start && let Some(this) = self.this.upgrade() {
+                    kernel.runtime.spawn(take_lease(this, path.to_owned()));
+                }
+                Ok(None)
+            }
+            Admit::Forward(node, envelope) => {
+                Ok(self.forward(kernel, &node, path, incarnation, envelope))
+            }
+        }
+    }
+
+    /// A node is down: its watched actors terminated, its leases are free, actors hear of it.
+    fn node_down(&self, node: &str, kernel: &Arc<Kernel>) {
+        tracing::warn!(node, "a node of the cluster is down");
+        for (watcher, target) in self.watches.node_down(node) {
+            kernel.notify_terminated(&watcher, &target);
+        }
+        self.leases.node_down(node);
+        self.announce(kernel, NODE_DOWN_KIND, node);
+    }
+
+    /// Tells this node's subscribers of [`CLUSTER_TOPIC`] that `node` is up or down.
+    fn announce(&self, kernel: &Arc<Kernel>, kind: &str, node: &str) {
+        let envelope = Envelope::new(None, kind, node.as_bytes().to_vec());
+        self.caps
+            .messaging
+            .publish_here(kernel, CLUSTER_TOPIC, &envelope);
+    }
+
+    /// Handles one frame from another node.
+    fn inbound(&self, kernel: &Arc<Kernel>, frame: Frame) {
+        let me = self.me.as_str();
+        match frame {
+            Frame::Deliver {
+                path,
+                incarnation,
+                msg,
+            } => {
+                let Some(envelope) = wire::envelope(msg, me) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                let path = wire::localize(&path, me);
+                if envelope.kind == TERMINATED_KIND
+                    && let (Some(target), Ok(watcher)) =
+                        (&envelope.sender, crate::address::ActorPath::parse(path))
+                {
+                    let watcher = Address {
+                        path: watcher,
+                        incarnation: incarnation.unwrap_or(0),
+                    };
+                    self.watches.remove(&watcher, target);
+                }
+                let live = kernel.registry.with(path, |a| a.is_some());
+                if !live && self.caps.persistence.entities.is_entity(path) {
+                    match self.entity(kernel, path, incarnation, envelope) {
+                        Ok(None) => {}
+                        Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
+                        Err(envelope) => kernel.deliver_inbound(path, incarnation, envelope),
+                    }
+                    return;
+                }
+                kernel.deliver_inbound(path, incarnation, envelope);
+            }
+            Frame::Watch { watcher, target } => {
+                let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                if !kernel.watch_local(&watcher, &target) {
+                    kernel.notify_terminated(&watcher, &target);
+                }
+            }
+            Frame::Unwatch { watcher, target } => {
+                if let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) {
+                    kernel.unwatch(&watcher, &target);
+                }
+            }
+            Frame::Publish { topic, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps.messaging.publish_here(kernel, &topic, &envelope);
+                }
+            }
+            Frame::BroadcastGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps
+                        .messaging
+                        .broadcast_group_here(kernel, &group, &envelope);
+                }
+            }
+            Frame::TellGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me)
+                    && !self
+                        .caps
+                        .messaging
+                        .tell_group_here(kernel, &group, envelope.clone())
+                {
+                    kernel.dead_letter(
+                        envelope,
+                        format!("group {group}"),
+                        DeadLetterReason::NoActor,
+                    );
+                }
+            }
+        }
+    }
+
+    /// This node's actors, for a tree of the cluster.
+    fn tree(&self, kernel: &Kernel) -> Vec<RemoteActor> {
+        let mut actors = Vec::new();
+        kernel.registry.for_each(|a| {
+            if a.module.is_some() {
+                actors.push(RemoteActor {
+                    path: a.address.path.to_string(),
+                    incarnation: a.address.incarnation,
+                    module: a.module.as_deref().map(str::to_owned),
+                    mailbox_depth: a.depth.messages(),
+                });
+            }
+        });
+        actors.sort_by(|a, b| a.path.cmp(&b.path));
+        actors
+    }
+}
+
+impl Remote for Cluster {
+    fn route(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        if let Some((node, local)) = wire::split_qualified(path) {
+            if node == self.me {
+                return Ok(kernel.deliver_here(local, incarnation, envelope));
+            }
+            return Ok(self.forward(kernel, node, path, incarnation, envelope));
+        }
+        if !path.starts_with("/user/") {
+            return Err(envelope);
+        }
+        if self.caps.persistence.entities.is_entity(path) {
+            let node = self.members.place(path, &self.me);
+            if node != self.me {
+                return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+            }
+            return self.entity(kernel, path, incarnation, envelope);
+        }
+        match self.routes.owner(path) {
+            Some(node) if node != self.me => {
+                Ok(self.forward(kernel, &node, path, incarnation, envelope))
+            }
+            _ => Err(envelope),
+        }
+    }
+
+    fn watch(&self, watcher: &Address, target: &Address) -> bool {
+        let Some(node) = self.owner(target.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        self.watches.add(&node, watcher, target);
+        let frame = Frame::Watch {
+            watcher: wire::address(watcher, &self.me),
+            target: wire::address(target, &self.me),
+        };
+        if !self.send(&node, frame) {
+            self.watches.remove(watcher, target);
+            return false;
+        }
+        true
+    }
+
+    fn unwatch(&self, watcher: &Address, target: &Address) {
+        if !self.watches.remove(watcher, target) {
+            return;
+        }
+        if let Some(node) = self.owner(target.path.as_str()) {
+            self.send(
+                &node,
+                Frame::Unwatch {
+                    watcher: wire::address(watcher, &self.me),
+                    target: wire::address(target, &self.me),
+                },
+            );
+        }
+    }
+
+    fn released(&self, actor: &Address) {
+        let path = actor.path.as_str();
+        let Some(kernel) = self.kernel.upgrade() else {
+            return;
+        };
+        // A new activation that took the path meanwhile keeps the lease.
+        if kernel.registry.with(path, |a| a.is_some()) {
+            return;
+        }
+        if let Some(revision) = self.leases.release(path) {
+            let kv = self.leases_kv.clone();
+            let key = routes::key(path);
+            kernel.runtime.spawn(async move {
+                if let Err(e) = kv.delete_expect_revision(key, Some(revision)).await {
+                    tracing::debug!(error = %e, "an entity lease was not released");
+                }
+            });
+        }
+    }
+
+    fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count) in self.members.subscribed(topic) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::Publish {
+                    topic: topic.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count, _) in self.members.in_group(group) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::BroadcastGroup {
+                    group: group.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn tell_group(
+        &self,
+        group: &str,
+        local: Option<usize>,
+        envelope: Envelope,
+    ) -> Result<(), Envelope> {
+        let best = self
+            .members
+            .in_group(group)
+            .into_iter()
+            .min_by_key(|(_, _, shortest)| *shortest);
+        let Some((node, _, shortest)) = best else {
+            return Err(envelope);
+        };
+        if local.is_some_and(|l| l as u64 <= shortest) {
+            return Err(envelope);
+        }
+        let msg = wire::msg(&envelope, &self.me);
+        if !self.send(
+            &node,
+            Frame::TellGroup {
+                group: group.to_owned(),
+                msg,
+            },
+        ) {
+            return Err(envelope);
+        }
+        // Until its next beat, count what this node sent there.
+        self.members.queued(&node, group);
+        Ok(())
+    }
+}
+
+/// Takes the lease of the entity at `path`, then lets what waited for it go.
+async fn take_lease(cluster: Arc<Cluster>, path: String) {
+    let Some(kernel) = cluster.kernel.upgrade() else {
+        return;
+    };
+    let outcome = lease_outcome(&cluster, &path).await;
+    match outcome {
+        Ok(Ok(revision)) => {
+            for (incarnation, envelope) in cluster.leases.taken(&path, revision) {
+                if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        }
+        Ok(Err(holder)) => {
+            for (incarnation, envelope) in cluster.leases.elsewhere(&path, &holder) {
+                if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(path, error = %e, "an entity lease could not be taken");
+            for (_, envelope) in cluster.leases.failed(&path) {
+                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
+            }
+        }
+    }
+}
+
+/// The lease's new revision if this node took it, or the live node that holds it.
+async fn lease_outcome(cluster: &Cluster, path: &str) -> Result<Result<u64, String>, ClusterError> {
+    let key = routes::key(path);
+    let kv = &cluster.leases_kv;
+    for _ in 0..4 {
+        match kv.create(&key, cluster.me.clone().into()).await {
+            Ok(revision) => return Ok(Ok(revision)),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ClusterError::jetstream("taking a lease", e)),
+        }
+        let Some(entry) = kv
+            .entry(key.clone())
+            .await
+            .map_err(|e| ClusterError::jetstream("reading a lease", e))?
+        else {
+            continue;
+        };
+        let holder = String::from_utf8_lossy(&entry.value).into_owned();
+        if entry.operation == kv::Operation::Put
+            && holder != cluster.me
+            && cluster.members.is_live(&holder)
+        {
+            return Ok(Err(holder));
+        }
+        // Free, ours from an earlier run, or held by a node that is down: take it over.
+        if let Ok(revision) = kv
+            .update(&key, cluster.me.clone().into(), entry.revision)
+            .await
+        {
+            return Ok(Ok(revision));
+        }
+    }
+    Err(ClusterError::jetstream(
+        "taking a lease",
+        "the lease kept changing under this node",
+    ))
+}
+
+/// Publishes queued frames, batched per node, in queue order.
+async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {
+    const BATCH: usize = 512;
+    let mut queued = Vec::with_capacity(BATCH);
+    while outbox.recv_many(&mut queued, BATCH).await > 0 {
+        let mut batches: Vec<(String, Vec<Frame>)> = Vec::new();
+        for (node, frame) in queued.drain(..) {
+            match batches.iter_mut().find(|(n, _)| *n == node) {
+                Some((_, frames)) => frames.push(frame),
+                None => batches.push((node, vec![frame])),
+            }
+        }
+        for (node, frames) in batches {
+            let count = frames.len() as u64;
+            let payload = wire::encode(&frames);
+            match cluster
+                .client
+                .publish(cluster.names.to(&node), payload.into())
+                .await
+            {
+                Ok(()) => {
+                    cluster.sent.fetch_add(count, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    tracing::warn!(node, frames = count, error = %e, "frames for a node were not sent")
+                }
+            }
+        }
+    }
+}
+
+/// Handles the batches other nodes send this one, in arrival order.
+async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscriber) {
+    while let Some(message) = inbox.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        match wire::decode::<Vec<Frame>>(&message.payload) {
+            Ok(frames) => {
+                cluster
+                    .received
+                    .fetch_add(frames.len() as u64, Ordering::Relaxed);
+                for frame in frames {
+                    cluster.inbound(&kernel, frame);
+                }
+            }
+            Err(e) => {
+                cluster.malformed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "a batch from another node was dropped");
+            }
+        }
+    }
+}
+
+/// Hears the other nodes' heartbeats.
+async fn hear(cluster: Arc<Cluster>, mut beats: async_nats::Subscriber) {
+    while let Some(message) = beats.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
+            cluster.malformed.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        if beat.node == cluster.me {
+            if beat.session != cluster.session && !beat.leaving {
+                tracing::error!(node = %cluster.me, "another live node has this node's name");
+            }
+            continue;
+        }
+        let node = beat.node.clone();
+        match cluster.members.heard(beat, Instant::now()) {
+            Change::None => {}
+            Change::Up => {
+                tracing::info!(node, "a node joined the cluster");
+                cluster.announce(&kernel, NODE_UP_KIND, &node);
+            }
+            Change::Down => cluster.node_down(&node, &kernel),
+            Change::Restarted => {
+                cluster.node_down(&node, &kernel);
+                cluster.announce(&kernel, NODE_UP_KIND, &node);
+            }
+        }
+    }
+}
+
+/// Beats this node's heart, and finds nodes that went silent.
+async fn beat(cluster: Arc<Cluster>) {
+    let mut tick = tokio::time::interval(cluster.config.heartbeat);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        cluster.send_beat(false).await;
+        for node in cluster
+            .members
+            .expire(cluster.config.failure_timeout, Instant::now())
+        {
+            cluster.node_down(&node, &kernel);
+        }
+    }
+}
+
+/// Answers requests to this node: its tree.
+async fn answer(cluster: Arc<Cluster>, mut requests: async_nats::Subscriber) {
+    while let Some(request) = requests.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        let Some(reply) = request.reply else { continue };
+        let tree = wire::encode(&cluster.tree(&kernel));
+        let _ = cluster.client.publish(reply, tree.into()).await;
+    }
+}
+
+/// Follows changes of the claims.
+async fn follow_claims(cluster: Arc<Cluster>, mut claims: kv::Watch) {
+    while let Some(Ok(entry)) = claims.next().await {
+        let Some(name) = routes::name(&entry.key) else {
+            continue;
+        };
+        let node = (entry.operation == kv::Operation::Put)
+            .then(|| String::from_utf8_lossy(&entry.value).into_owned());
+        cluster.routes.set(name, node);
+    }
+}
+
+/// The actors of every live node of the cluster `config.name`, by node, asked from outside
+/// (without joining): the nodes are those heard within one heartbeat and a half.
+pub async fn cluster_tree(
+    config: &ClusterConfig,
+) -> Result<Vec<(String, Vec<RemoteActor>)>, ClusterError> {
+    check_name("cluster", &config.name)?;
+    let names = Names::new(&config.name);
+    let client = connect(config, "mote-cli".to_owned()).await?;
+    let mut beats = client
+        .subscribe(names.heartbeats())
+        .await
+        .map_err(|e| ClusterError::jetstream("subscribing to heartbeats", e))?;
+    let members = Members::default();
+    let until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
+    while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
+        if let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) {
+            members.heard(beat, Instant::now());
+        }
+    }
+    let mut out = Vec::new();
+    for node in members.names() {
+        let reply = tokio::time::timeout(
+            Duration::from_secs(5),
+            client.request(names.control(&node), Vec::new().into()),
+        )
+        .await;
+        let Ok(Ok(reply)) = reply else {
+            return Err(ClusterError::NoAnswer(node));
+        };
+        let actors: Vec<RemoteActor> = wire::decode(&reply.payload)
+            .map_err(|e| ClusterError::jetstream("reading a node's tree", e))?;
+        out.push((node, actors));
+    }
+    Ok(out)
+}

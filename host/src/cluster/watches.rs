@@ -1,0 +1,88 @@
+//! Watches that cross nodes, kept by the watcher's node: when the target's node goes down,
+//! each of its watchers here is told once, as if the target had stopped.
+//!
+//! Invariants:
+//! - An entry leaves the table exactly once: by the target's own notice, by an unwatch, or by
+//!   its node going down. Only the last of these tells the watcher (the first removes it).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use crate::address::Address;
+
+/// Watcher and target, by the target's node.
+#[derive(Default)]
+pub(crate) struct Watches {
+    by_node: Mutex<HashMap<String, HashSet<(Address, Address)>>>,
+}
+
+impl Watches {
+    /// `watcher` watches `target` on `node`.
+    pub(crate) fn add(&self, node: &str, watcher: &Address, target: &Address) {
+        self.lock()
+            .entry(node.to_owned())
+            .or_default()
+            .insert((watcher.clone(), target.clone()));
+    }
+
+    /// Drops the watch of `watcher` on `target`, wherever it is; true if it was kept.
+    pub(crate) fn remove(&self, watcher: &Address, target: &Address) -> bool {
+        let mut by_node = self.lock();
+        let key = (watcher.clone(), target.clone());
+        let mut found = None;
+        for (node, set) in by_node.iter_mut() {
+            if set.remove(&key) {
+                found = Some((node.clone(), set.is_empty()));
+                break;
+            }
+        }
+        if let Some((node, true)) = &found {
+            by_node.remove(node);
+        }
+        found.is_some()
+    }
+
+    /// The watches of targets on `node`, which is down: each to be told once.
+    pub(crate) fn node_down(&self, node: &str) -> Vec<(Address, Address)> {
+        self.lock()
+            .remove(node)
+            .map(|set| set.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// How many watches cross to other nodes.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().values().map(HashSet::len).sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<(Address, Address)>>> {
+        self.by_node.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::ActorPath;
+
+    fn at(path: &str, incarnation: u64) -> Address {
+        Address {
+            path: ActorPath::parse(path).unwrap(),
+            incarnation,
+        }
+    }
+
+    #[test]
+    fn a_watch_ends_once_by_notice_or_by_node_down() {
+        let watches = Watches::default();
+        let (w, t1, t2) = (at("/user/w", 1), at("/user/t1", 2), at("/user/t2", 3));
+        watches.add("b", &w, &t1);
+        watches.add("b", &w, &t2);
+        assert!(watches.remove(&w, &t1), "the target's notice ends it");
+        assert!(!watches.remove(&w, &t1), "only once");
+        assert_eq!(watches.node_down("b"), vec![(w.clone(), t2.clone())]);
+        assert!(watches.node_down("b").is_empty(), "a node goes down once");
+        assert!(!watches.remove(&w, &t2));
+        assert_eq!(watches.len(), 0);
+    }
+}

@@ -1,0 +1,336 @@
+//! A cluster of hosts on a real nats-server: nodes in this process, each a whole `ActorSystem`
+//! joined to the cluster. Remote tell and ask, per-pair order, death watch across nodes (and
+//! when a node leaves), topics and groups across nodes, entities placed by rendezvous hashing
+//! under a lease, and a taken node name refused. The kill -9 of a node process is in
+//! `cli/tests/cluster.rs`.
+
+use std::time::Duration;
+
+use mote_example_protocol::{Counter, Crash, Entity, EntityValue, Report, Seq, Watch};
+use mote_host::{
+    ActorSystem, CLUSTER_TOPIC, ClusterConfig, ClusterError, DeadLetterReason, EntityOptions,
+    NODE_DOWN_KIND, NODE_UP_KIND,
+};
+use mote_tests::nats::NatsServer;
+use mote_tests::{
+    DEADLINE, TempDir, ask_as, durable_config, next, next_report, report_labelled,
+    system_configured, system_with, tell, wait_until,
+};
+
+/// Fast beats, so that a node that goes is noticed within a second.
+fn config(nats: &NatsServer, node: &str) -> ClusterConfig {
+    let mut config = ClusterConfig::new(nats.url.clone(), node);
+    config.heartbeat = Duration::from_millis(200);
+    config.failure_timeout = Duration::from_millis(800);
+    config
+}
+
+async fn node(nats: &NatsServer, name: &str, modules: &[&str]) -> ActorSystem {
+    let system = system_with(modules);
+    system
+        .join_cluster(config(nats, name))
+        .await
+        .unwrap_or_else(|e| panic!("node {name} joins: {}", mote_host::chain(&e)));
+    system
+}
+
+/// The path by which actors of other nodes reach the probe `name` of node `node`.
+fn probe_path(node: &str, name: &str) -> String {
+    format!("/system/nodes/{node}/system/{name}")
+}
+
+/// Waits until every node sees all `n` nodes live.
+async fn all_see(nodes: &[&ActorSystem], n: usize) {
+    wait_until(|| nodes.iter().all(|s| s.cluster_nodes().len() == n)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tell_and_ask_reach_an_actor_on_another_node_in_order() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &["counter", "sequence"]).await;
+    let b = node(&nats, "b", &["counter", "sequence"]).await;
+    all_see(&[&a, &b], 2).await;
+
+    b.claim("/user/count").await.expect("b claims count");
+    b.spawn("count", "counter", b"").expect("spawn on b");
+    assert!(
+        matches!(a.claim("/user/count").await, Err(ClusterError::Claimed { node, .. }) if node == "b"),
+        "a live node's name is not claimable"
+    );
+    assert!(a.spawn("count", "counter", b"").is_err(), "nor spawnable");
+
+    // From outside node a: the tell crosses, and the ask's reply finds a's endpoint.
+    tell(&a, "/user/count", &Counter::Add(5));
+    let value: Counter = ask_as(&a, "/user/count", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(5));
+
+    // 20,000 messages from an actor on a to an actor on b keep their order.
+    let mut probe = a.probe("order").expect("probe");
+    let init = format!("check {} 1 20000", probe_path("a", "order"));
+    b.claim("/user/check").await.expect("claim");
+    b.spawn("check", "sequence", init.as_bytes())
+        .expect("checker");
+    a.claim("/user/send").await.expect("claim");
+    a.spawn("send", "sequence", b"send /user/check 0 20000")
+        .expect("sender");
+    let in_order = report_labelled(&mut probe, "in_order").await;
+    let out_of_order = report_labelled(&mut probe, "out_of_order").await;
+    assert_eq!((in_order.value, out_of_order.value), (20000, 0));
+
+    // A path nobody owns is a dead letter on the sender's node; one of a node that left says so.
+    let mut letters = a.subscribe_dead_letters();
+    a.tell("/user/nobody", "k", Vec::new()).expect("tell");
+    let letter = tokio::time::timeout(DEADLINE, letters.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(letter.reason, DeadLetterReason::NoActor);
+    b.shutdown().await.expect("b leaves");
+    wait_until(|| a.cluster_nodes() == ["a"]).await;
+    a.tell("/user/count", "k", Vec::new()).expect("tell");
+    let letter = tokio::time::timeout(DEADLINE, letters.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (letter.reason, letter.target.as_str()),
+        (DeadLetterReason::NodeDown, "/user/count")
+    );
+    a.shutdown().await.expect("a stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_hear_once_of_a_remote_stop_and_of_a_node_that_leaves() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &["watcher", "counter"]).await;
+    let b = node(&nats, "b", &["counter"]).await;
+    all_see(&[&a, &b], 2).await;
+    let mut events = a.subscribe(CLUSTER_TOPIC).expect("cluster topic");
+
+    let mut probe = a.probe("watch").expect("probe");
+    a.spawn(
+        "watcher",
+        "watcher",
+        probe.address().path.as_str().as_bytes(),
+    )
+    .expect("watcher");
+    let mut targets = Vec::new();
+    for name in ["t1", "t2", "t3"] {
+        b.claim(&format!("/user/{name}")).await.expect("claim");
+        targets.push(b.spawn(name, "counter", b"").expect("target"));
+    }
+    for t in &targets {
+        tell(
+            &a,
+            "/user/watcher",
+            &Watch::Watch {
+                path: t.path.to_string(),
+                incarnation: t.incarnation,
+            },
+        );
+    }
+    // Unwatched before it stops: no notice for t3.
+    tell(
+        &a,
+        "/user/watcher",
+        &Watch::Unwatch {
+            path: targets[2].path.to_string(),
+            incarnation: targets[2].incarnation,
+        },
+    );
+    wait_until(|| a.cluster_stats().is_some_and(|s| s.remote_watches == 2)).await;
+
+    // t1 stops on b: its notice crosses.
+    assert!(b.stop("/user/t1"));
+    let told = report_labelled(&mut probe, "terminated").await;
+    assert_eq!(told.value, targets[0].incarnation);
+
+    // b leaves: t2's watcher hears once (from b's shutdown or from its leave, not both).
+    b.shutdown().await.expect("b leaves");
+    let told = report_labelled(&mut probe, "terminated").await;
+    assert_eq!(told.value, targets[1].incarnation);
+    let down = loop {
+        let event = next(&mut events).await;
+        if event.kind == NODE_DOWN_KIND {
+            break event;
+        }
+    };
+    assert_eq!(down.body, b"b");
+    assert!(
+        probe
+            .recv_timeout(Duration::from_millis(1500))
+            .await
+            .is_none(),
+        "no second notice, none for the unwatched t3"
+    );
+    assert_eq!(a.cluster_stats().map(|s| s.remote_watches), Some(0));
+
+    // b comes back under its name: a hears it up.
+    let b = node(&nats, "b", &["counter"]).await;
+    let up = loop {
+        let event = next(&mut events).await;
+        if event.kind == NODE_UP_KIND {
+            break event;
+        }
+    };
+    assert_eq!(up.body, b"b");
+    b.shutdown().await.ok();
+    a.shutdown().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_and_groups_span_the_nodes() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &["subscriber", "crasher"]).await;
+    let b = node(&nats, "b", &["subscriber", "crasher"]).await;
+    let c = node(&nats, "c", &["subscriber", "crasher"]).await;
+    all_see(&[&a, &b, &c], 3).await;
+
+    let mut probe = a.probe("news").expect("probe");
+    let report_to = probe_path("a", "news");
+    for (system, name) in [(&b, "sb"), (&c, "sc")] {
+        system.claim(&format!("/user/{name}")).await.expect("claim");
+        system
+            .spawn(name, "subscriber", format!("news {report_to}").as_bytes())
+            .expect("subscriber");
+    }
+    // Subscriptions travel with heartbeats: publish until both remote subscribers count.
+    let body = mote_guest::encode(&Seq { stream: 0, n: 1 }).expect("encode");
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while a.publish("news", <Seq as mote_guest::Message>::KIND, body.clone()) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "subscribers never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut from = Vec::new();
+    while from.len() < 2 {
+        let report: Report = next_report(&mut probe).await;
+        if !from.contains(&report.from) {
+            from.push(report.from);
+        }
+    }
+    from.sort();
+    assert_eq!(from, ["/user/sb", "/user/sc"]);
+
+    // Groups: members on b and c only; a's tell-group goes to one of them, least loaded.
+    for (system, name) in [(&b, "wb"), (&c, "wc")] {
+        system.claim(&format!("/user/{name}")).await.expect("claim");
+        system
+            .spawn(name, "crasher", b"group:workers")
+            .expect("member");
+    }
+    let echo = |n| mote_guest::encode(&Crash::Echo(n)).expect("encode");
+    let mut replies = a.probe("echo").expect("probe");
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !replies.tell_group("workers", <Crash as mote_guest::Message>::KIND, echo(7)) {
+        assert!(tokio::time::Instant::now() < deadline, "no member known");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let reply = next(&mut replies).await;
+    let sender = reply.sender.expect("a member replied").path.to_string();
+    assert!(sender == "/user/wb" || sender == "/user/wc", "{sender}");
+    wait_until(|| a.broadcast_group("workers", <Crash as mote_guest::Message>::KIND, echo(8)) == 2)
+        .await;
+    for system in [a, b, c] {
+        system.shutdown().await.ok();
+    }
+    drop(probe);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entity_lives_on_one_node_and_moves_when_its_node_leaves() {
+    let nats = NatsServer::start(&[]);
+    let dirs = [TempDir::new("cluster-a"), TempDir::new("cluster-b")];
+    let mut systems = Vec::new();
+    for (dir, name) in dirs.iter().zip(["a", "b"]) {
+        let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
+        system
+            .register_entity("carts", "entity", EntityOptions::default())
+            .expect("entity kind");
+        system
+            .join_cluster(config(&nats, name))
+            .await
+            .expect("join");
+        systems.push(system);
+    }
+    all_see(&[&systems[0], &systems[1]], 2).await;
+
+    // Many ids: each activates once in the cluster, wherever it is asked from.
+    let ids: Vec<String> = (0..12).map(|i| format!("/user/carts/{i}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        tell(&systems[i % 2], id, &Entity::Add(1));
+    }
+    let mut placed = [0, 0];
+    for id in &ids {
+        for system in &systems {
+            let value: EntityValue = ask_as(system, id, &Entity::Get).await;
+            assert_eq!(
+                (value.total, value.activations),
+                (1, 1),
+                "{id}: one activation"
+            );
+        }
+        for (n, system) in systems.iter().enumerate() {
+            if system.lookup(id).is_some() {
+                placed[n] += 1;
+            }
+        }
+    }
+    assert_eq!(
+        placed[0] + placed[1],
+        ids.len(),
+        "each entity lives on exactly one node"
+    );
+    assert!(
+        placed[0] > 0 && placed[1] > 0,
+        "rendezvous spreads them: {placed:?}"
+    );
+
+    // b leaves: its entities activate on a at their next message, from a's own state (none:
+    // redb is node-local; the cluster-durability work makes state follow).
+    let on_b: Vec<&String> = ids
+        .iter()
+        .filter(|id| systems[1].lookup(id).is_some())
+        .collect();
+    let b = systems.pop().expect("b");
+    b.shutdown().await.expect("b leaves");
+    let a = &systems[0];
+    wait_until(|| a.cluster_nodes() == ["a"]).await;
+    for id in on_b {
+        let value: EntityValue = ask_as(a, id, &Entity::Get).await;
+        assert_eq!(
+            (value.total, value.activations),
+            (0, 1),
+            "{id} starts afresh on a"
+        );
+        assert!(a.lookup(id).is_some());
+    }
+    systems.pop().expect("a").shutdown().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_node_name_is_refused_and_a_bad_one_too() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &[]).await;
+    let again = system_with(&[]);
+    let refused = again.join_cluster(config(&nats, "a")).await;
+    assert!(
+        matches!(&refused, Err(ClusterError::NameTaken(n)) if n == "a"),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        again.join_cluster(config(&nats, "a.b")).await,
+        Err(ClusterError::InvalidName { .. })
+    ));
+    let unreachable = ClusterConfig::new(
+        format!("nats://127.0.0.1:{}", mote_tests::nats::free_port()),
+        "z",
+    );
+    assert!(matches!(
+        again.join_cluster(unreachable).await,
+        Err(ClusterError::Connect { .. })
+    ));
+    a.shutdown().await.ok();
+}
