@@ -12,13 +12,15 @@
 //!
 //! A whole module is upgraded rolling: at most `concurrency` actors at a time, progress reported
 //! as each finishes. When every actor of the module made it, the version becomes the module's
-//! current one (new spawns get it); rolling back is upgrading to the previous version.
+//! current one (new spawns get it); rolling back is upgrading to the previous version. With a
+//! [`Canary`], a few actors go first and are watched before the rest follow (see `canary`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+pub use super::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 use super::modules::Module;
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest};
 use crate::error::ModuleError;
@@ -31,6 +33,9 @@ pub struct UpgradeOptions {
     pub concurrency: usize,
     /// How long one actor may take to finish its current message and swap (default 30 s).
     pub timeout: Duration,
+    /// Upgrade a few actors first and watch them before the rest (default none; a whole
+    /// module only).
+    pub canary: Option<Canary>,
 }
 
 impl Default for UpgradeOptions {
@@ -38,6 +43,7 @@ impl Default for UpgradeOptions {
         UpgradeOptions {
             concurrency: 16,
             timeout: Duration::from_secs(30),
+            canary: None,
         }
     }
 }
@@ -71,15 +77,26 @@ pub struct UpgradeReport {
     pub module: String,
     /// The version upgraded to.
     pub version: String,
-    /// Actors now on that version.
+    /// Actors now on that version (canaries that were rolled back are not).
     pub upgraded: Vec<Upgraded>,
     /// Actors that already ran it.
     pub unchanged: usize,
     /// Actors that kept their old version, with why.
     pub failed: Vec<(String, String)>,
     /// Whether the version became the module's current one (a whole-module upgrade that
-    /// fully succeeded).
+    /// fully succeeded, and whose canary, if any, passed).
     pub current: bool,
+    /// What the canary stage found and did, if the upgrade had one.
+    pub canary: Option<CanaryVerdict>,
+}
+
+impl UpgradeReport {
+    /// Actors moved from one version to another: each upgraded one, and a rolled-back canary
+    /// twice (there and back).
+    pub(crate) fn moves(&self) -> usize {
+        let back = self.canary.as_ref().map_or(0, |c| c.rolled_back.len());
+        self.upgraded.len() + 2 * back
+    }
 }
 
 /// Why an upgrade could not start.
@@ -91,42 +108,92 @@ pub enum UpgradeError {
     /// No live actor at that path, or it is a probe.
     #[error("no actor lives at {0}")]
     NoActor(String),
+    /// A canary was asked for an upgrade of one actor: there is nothing to compare it with.
+    #[error(
+        "a canary needs a module name, not the path {0}: it compares a module's upgraded actors with those still on the old version"
+    )]
+    CanaryOfOneActor(String),
+    /// A canary of no actors was asked for.
+    #[error("a canary needs at least one actor")]
+    EmptyCanary,
 }
 
-/// Upgrades `actors` to `module`, at most `options.concurrency` at a time.
-pub(crate) async fn upgrade_actors(
+/// Where a rolling upgrade stands across its stages (canaries, the rest): what it did so far,
+/// and how many actors finished, for the progress channel, the host's report and the log.
+pub(crate) struct Rollout {
     module: Arc<Module>,
-    actors: Vec<ActorRef>,
     options: UpgradeOptions,
+    /// What was done so far.
+    pub(crate) report: UpgradeReport,
+    total: usize,
+    done: usize,
     progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
-    mut tracker: Tracker,
-) -> UpgradeReport {
-    let total = actors.len();
-    let gate = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let mut running = tokio::task::JoinSet::new();
-    for actor in actors {
-        let gate = gate.clone();
-        let module = module.clone();
-        running.spawn(async move {
-            let _permit = gate.acquire_owned().await;
-            let path = actor.address.path.to_string();
-            (path, upgrade_one(&actor, module, options.timeout).await)
-        });
-    }
-    let mut report = UpgradeReport {
-        module: module.name.to_string(),
-        version: module.version.to_string(),
-        ..UpgradeReport::default()
-    };
-    let mut done = 0;
-    while let Some(joined) = running.join_next().await {
-        let (path, outcome) = match joined {
-            Ok(result) => result,
-            Err(e) => (
-                String::new(),
-                Outcome::Failed(format!("upgrade task failed: {e}")),
-            ),
+    tracker: Option<Tracker>,
+}
+
+impl Rollout {
+    /// A rollout of `total` actors to `module`, reported on `progress` and `tracker`.
+    pub(crate) fn new(
+        module: Arc<Module>,
+        total: usize,
+        options: UpgradeOptions,
+        progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
+        tracker: Option<Tracker>,
+    ) -> Rollout {
+        let report = UpgradeReport {
+            module: module.name.to_string(),
+            version: module.version.to_string(),
+            ..UpgradeReport::default()
         };
+        Rollout {
+            module,
+            options,
+            report,
+            total,
+            done: 0,
+            progress,
+            tracker,
+        }
+    }
+
+    /// The module version actors are moved to.
+    pub(crate) fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// The options it runs with.
+    pub(crate) fn options(&self) -> UpgradeOptions {
+        self.options
+    }
+
+    /// Upgrades `actors`, at most `concurrency` at a time, adding their outcomes to the report.
+    pub(crate) async fn upgrade(&mut self, actors: Vec<ActorRef>) {
+        let gate = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
+        let timeout = self.options.timeout;
+        let mut running = tokio::task::JoinSet::new();
+        for actor in actors {
+            let gate = gate.clone();
+            let module = self.module.clone();
+            running.spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                let path = actor.address.path.to_string();
+                (path, upgrade_one(&actor, module, timeout).await)
+            });
+        }
+        while let Some(joined) = running.join_next().await {
+            let (path, outcome) = match joined {
+                Ok(result) => result,
+                Err(e) => (
+                    String::new(),
+                    Outcome::Failed(format!("upgrade task failed: {e}")),
+                ),
+            };
+            self.record(path, outcome);
+        }
+    }
+
+    fn record(&mut self, path: String, outcome: Outcome) {
+        let report = &mut self.report;
         match outcome {
             Outcome::Upgraded { migrated, pause } => report.upgraded.push(Upgraded {
                 path,
@@ -139,27 +206,43 @@ pub(crate) async fn upgrade_actors(
                 report.failed.push((path, why));
             }
         }
-        done += 1;
+        self.done += 1;
+        let (done, total) = (self.done, self.total);
         let step = UpgradeProgress {
             done,
             total,
             failed: report.failed.len(),
         };
-        if let Some(tx) = &progress {
+        if let Some(tx) = &self.progress {
             let _ = tx.send(step);
         }
-        tracker.advance(u64::try_from(done).unwrap_or(u64::MAX));
+        if let Some(tracker) = &mut self.tracker {
+            tracker.advance(u64::try_from(done).unwrap_or(u64::MAX));
+        }
         if total >= 10 && done % (total / 10) == 0 {
+            let module = &self.module;
             tracing::info!(module = %module.name, version = %module.version, done, total, failed = step.failed, "upgrading");
         }
     }
-    report.upgraded.sort_by(|a, b| a.path.cmp(&b.path));
-    report.failed.sort();
-    tracker.finish(match report.failed.len() {
-        0 => Ok(()),
-        n => Err(format!("{n} of {total} actors kept their old version")),
-    });
-    report
+
+    /// Ends the rollout: its report, sorted by path, and the end of its progress report.
+    pub(crate) fn finish(mut self) -> UpgradeReport {
+        let mut report = std::mem::take(&mut self.report);
+        report.upgraded.sort_by(|a, b| a.path.cmp(&b.path));
+        report.failed.sort();
+        let outcome = match (&report.canary, report.failed.len()) {
+            (Some(verdict), _) if !verdict.passed() => Err(verdict.to_string()),
+            (_, 0) => Ok(()),
+            (_, n) => Err(format!(
+                "{n} of {} actors kept their old version",
+                self.total
+            )),
+        };
+        if let Some(tracker) = self.tracker.take() {
+            tracker.finish(outcome);
+        }
+        report
+    }
 }
 
 /// Sends the request to one actor's cell and waits for its answer.
