@@ -170,7 +170,7 @@ impl fmt::Display for CanaryVerdict {
                 };
                 write!(
                     f,
-                    "canary rolled back: {} had {} in {:.1?} ({:.2} per actor) against {} of {} on the old version ({:.2} per actor); allowed: {} in all or {}x the old rate",
+                    "canary rolled back: {} had {} in {:.1?} ({:.2} per actor) against {} of {} on the old version ({:.2} per actor); allowed: at most {} in all or {}x the old rate per actor",
                     count(c.actors as u64, "actor"),
                     count(n, what),
                     self.watched,
@@ -450,7 +450,7 @@ mod tests {
         };
         assert_eq!(
             verdict.to_string(),
-            "canary rolled back: 1 actor had 3 failures in 3.0s (3.00 per actor) against 0 failures of 3 actors on the old version (0.00 per actor); allowed: 1 in all or 2x the old rate"
+            "canary rolled back: 1 actor had 3 failures in 3.0s (3.00 per actor) against 0 failures of 3 actors on the old version (0.00 per actor); allowed: at most 1 in all or 2x the old rate per actor"
         );
         let passed = CanaryVerdict {
             canary: figures(1, 0, 0),
