@@ -97,13 +97,11 @@ pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;
 pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;
+pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 pub use deploy::checks::CONTRACT_VERSION;
 pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
-pub use deploy::upgrade::{
-    Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason, UpgradeError,
-    UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded,
-};
+pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
 pub use error::{
     AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
     SendError, SpawnError, chain,

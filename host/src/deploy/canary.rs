@@ -22,18 +22,16 @@
 //!   actor left on the old version, the old rate is zero.
 //! - If any canary cannot be upgraded, there is no watch: the stage rolls back at once.
 //! - A rolled-back stage never makes the version current and never touches the other actors.
+//!
+//! This file holds the rule and the watch; `upgrade` runs the stage with them.
 
-use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::modules::Modules;
-use super::upgrade::Rollout;
 use crate::actor::mailbox::ActorRef;
-use crate::progress::{Reports, Task, Tracker};
+use crate::progress::Tracker;
 
 /// A canary stage: how many actors go first, how long they are watched, and how much worse
 /// than the old version they may do (see [`Canary::worse`]).
@@ -192,7 +190,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// Judges the canaries' figures against the old group's by `rule`.
-fn judge(rule: &Canary, canary: &CanaryFigures, old: &CanaryFigures) -> CanaryOutcome {
+pub(crate) fn judge(rule: &Canary, canary: &CanaryFigures, old: &CanaryFigures) -> CanaryOutcome {
     let worse = |c: u64, o: u64| rule.worse(c, canary.actors, o, old.actors);
     if worse(canary.failures, old.failures) {
         CanaryOutcome::RolledBack(RollbackReason::MoreFailures)
@@ -203,92 +201,30 @@ fn judge(rule: &Canary, canary: &CanaryFigures, old: &CanaryFigures) -> CanaryOu
     }
 }
 
-/// Upgrades every actor of a module (`actors`) through a canary stage: the canaries, the watch,
-/// then the rest or a rollback. What happened goes into the rollout's report.
-pub(crate) async fn run(
-    rollout: &mut Rollout,
-    rule: Canary,
-    actors: Vec<ActorRef>,
-    modules: &Modules,
-    reports: &Arc<Reports>,
-) {
-    let target = rollout.module().clone();
-    let (mut canaries, on_it): (Vec<ActorRef>, Vec<ActorRef>) = actors
-        .into_iter()
-        .partition(|a| a.running_version().as_deref() != Some(&*target.version));
-    if canaries.is_empty() {
-        // Nothing moves: no stage to judge.
-        rollout.upgrade(on_it).await;
-        return;
-    }
-    canaries.sort_by(|a, b| a.address.path.cmp(&b.address.path));
-    let rest = canaries.split_off(rule.actors.min(canaries.len()));
-    let was: Vec<Option<Arc<str>>> = canaries.iter().map(ActorRef::running_version).collect();
-    tracing::info!(module = %target.name, version = %target.version, canaries = canaries.len(), watch = ?rule.watch, "canary stage started");
-    rollout.upgrade(canaries.clone()).await;
-    let mut verdict = CanaryVerdict {
-        canaries: canaries
-            .iter()
-            .map(|a| a.address.path.to_string())
-            .collect(),
-        watched: Duration::ZERO,
-        canary: CanaryFigures {
-            actors: canaries.len(),
-            ..CanaryFigures::default()
-        },
-        old: CanaryFigures {
-            actors: rest.len(),
-            ..CanaryFigures::default()
-        },
-        rule,
-        outcome: CanaryOutcome::Passed,
-        rolled_back: Vec::new(),
-        stuck: Vec::new(),
-        untouched: 0,
-    };
-    let failed = rollout.report.failed.len();
-    if failed > 0 {
-        verdict.outcome = CanaryOutcome::RolledBack(RollbackReason::UpgradeFailed { failed });
-    } else {
-        let task = Task::Canary {
-            module: target.name.to_string(),
-            version: target.version.to_string(),
-            actors: canaries.len(),
-        };
-        let mut tracker = reports.begin(task, Some(rule.watch.as_secs_f64().ceil() as u64));
-        let watched = watch(&canaries, &rest, rule.watch, &mut tracker).await;
-        (verdict.canary, verdict.old, verdict.watched) = watched;
-        verdict.outcome = judge(&rule, &verdict.canary, &verdict.old);
-        tracker.finish(match verdict.outcome {
-            CanaryOutcome::Passed => Ok(()),
-            CanaryOutcome::RolledBack(_) => Err(verdict.to_string()),
-        });
-    }
-    if verdict.passed() {
-        tracing::info!(module = %target.name, version = %target.version, "{verdict}");
-        rollout.report.canary = Some(verdict);
-        rollout
-            .upgrade(rest.into_iter().chain(on_it).collect())
-            .await;
-        return;
-    }
-    tracing::warn!(module = %target.name, version = %target.version, "{verdict}");
-    rollout.report.unchanged += on_it.len();
-    verdict.untouched = rest.len();
-    roll_back(rollout, &mut verdict, &canaries, &was, modules).await;
-    rollout.report.canary = Some(verdict);
+/// What a watch counted.
+pub(crate) struct Watched {
+    /// The canaries' figures.
+    pub(crate) canary: CanaryFigures,
+    /// The old group's figures.
+    pub(crate) old: CanaryFigures,
+    /// The time actually watched.
+    pub(crate) time: Duration,
+    /// The watch's progress report, to be finished with the verdict.
+    pub(crate) tracker: Tracker,
 }
 
-/// Counts the failures and restarts of both groups over `window` (reporting each second on
-/// `tracker`): the figures, and the time actually watched.
-async fn watch(
+/// Counts the failures and restarts of both groups over `window`, reporting each second on
+/// the tracker `begin` starts once the counts at the start are taken (so whatever happens
+/// after the report that the watch began is counted).
+pub(crate) async fn watch(
     canaries: &[ActorRef],
     old: &[ActorRef],
     window: Duration,
-    tracker: &mut Tracker,
-) -> (CanaryFigures, CanaryFigures, Duration) {
+    begin: impl FnOnce() -> Tracker,
+) -> Watched {
     let began = Instant::now();
     let (canaries_before, old_before) = (totals(canaries), totals(old));
+    let mut tracker = begin();
     // A window too long to add is as good as forever (30 years).
     let end = (began.checked_add(window)).unwrap_or(began + Duration::from_secs(30 * 365 * 86_400));
     loop {
@@ -307,11 +243,12 @@ async fn watch(
             restarts: r.saturating_sub(restarts),
         }
     };
-    (
-        figures(canaries, canaries_before),
-        figures(old, old_before),
-        began.elapsed(),
-    )
+    Watched {
+        canary: figures(canaries, canaries_before),
+        old: figures(old, old_before),
+        time: began.elapsed(),
+        tracker,
+    }
 }
 
 /// The failures and restarts of `actors` so far, together.
@@ -322,47 +259,6 @@ fn totals(actors: &[ActorRef]) -> (u64, u64) {
         .fold((0, 0), |(f, r), s| {
             (f + s.failures.get(), r + s.restarts.get())
         })
-}
-
-/// Moves each upgraded canary back to the version it ran (`was`, in the order of `canaries`).
-async fn roll_back(
-    rollout: &mut Rollout,
-    verdict: &mut CanaryVerdict,
-    canaries: &[ActorRef],
-    was: &[Option<Arc<str>>],
-    modules: &Modules,
-) {
-    let upgraded: HashSet<&str> = (rollout.report.upgraded.iter())
-        .map(|u| u.path.as_str())
-        .collect();
-    let mut by_version: BTreeMap<Arc<str>, Vec<ActorRef>> = BTreeMap::new();
-    for (actor, version) in canaries.iter().zip(was) {
-        let path = actor.address.path.to_string();
-        match version {
-            _ if !upgraded.contains(path.as_str()) => {}
-            Some(v) => by_version.entry(v.clone()).or_default().push(actor.clone()),
-            None => (verdict.stuck).push((path, "its old version is not known".to_owned())),
-        }
-    }
-    let name = rollout.module().name.clone();
-    for (version, actors) in by_version {
-        let Some(module) = modules.get_version(&name, &version) else {
-            for actor in actors {
-                let why = format!("its old version {version} is no longer deployed");
-                verdict.stuck.push((actor.address.path.to_string(), why));
-            }
-            continue;
-        };
-        let mut back = Rollout::new(module, actors.len(), rollout.options(), None, None);
-        back.upgrade(actors).await;
-        let back = back.finish();
-        (verdict.rolled_back).extend(back.upgraded.into_iter().map(|u| u.path));
-        verdict.stuck.extend(back.failed);
-    }
-    let rolled_back: HashSet<&str> = verdict.rolled_back.iter().map(String::as_str).collect();
-    (rollout.report.upgraded).retain(|u| !rolled_back.contains(u.path.as_str()));
-    verdict.rolled_back.sort();
-    verdict.stuck.sort();
 }
 
 #[cfg(test)]

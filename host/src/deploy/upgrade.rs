@@ -15,16 +15,17 @@
 //! current one (new spawns get it); rolling back is upgrading to the previous version. With a
 //! [`Canary`], a few actors go first and are watched before the rest follow (see `canary`).
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-pub use super::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
-use super::modules::Module;
+use super::canary::{self, Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
+use super::modules::{Module, Modules};
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest};
 use crate::error::ModuleError;
-use crate::progress::Tracker;
+use crate::progress::{Reports, Task, Tracker};
 
 /// How an upgrade runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,4 +263,123 @@ async fn upgrade_one(actor: &ActorRef, module: Arc<Module>, timeout: Duration) -
         Ok(Err(_)) => Outcome::Failed("the actor stopped before it could be upgraded".into()),
         Err(_) => Outcome::Failed(format!("no answer within {timeout:?}")),
     }
+}
+
+/// Upgrades every actor of a module (`actors`) through a canary stage: the canaries, the watch,
+/// then the rest or a rollback. What happened goes into the rollout's report.
+pub(crate) async fn with_canary(
+    rollout: &mut Rollout,
+    rule: Canary,
+    actors: Vec<ActorRef>,
+    modules: &Modules,
+    reports: &Arc<Reports>,
+) {
+    let target = rollout.module().clone();
+    let (mut canaries, on_it): (Vec<ActorRef>, Vec<ActorRef>) = actors
+        .into_iter()
+        .partition(|a| a.running_version().as_deref() != Some(&*target.version));
+    if canaries.is_empty() {
+        // Nothing moves: no stage to judge.
+        rollout.upgrade(on_it).await;
+        return;
+    }
+    canaries.sort_by(|a, b| a.address.path.cmp(&b.address.path));
+    let rest = canaries.split_off(rule.actors.min(canaries.len()));
+    let was: Vec<Option<Arc<str>>> = canaries.iter().map(ActorRef::running_version).collect();
+    tracing::info!(module = %target.name, version = %target.version, canaries = canaries.len(), watch = ?rule.watch, "canary stage started");
+    rollout.upgrade(canaries.clone()).await;
+    let mut verdict = CanaryVerdict {
+        canaries: canaries
+            .iter()
+            .map(|a| a.address.path.to_string())
+            .collect(),
+        watched: Duration::ZERO,
+        canary: CanaryFigures {
+            actors: canaries.len(),
+            ..CanaryFigures::default()
+        },
+        old: CanaryFigures {
+            actors: rest.len(),
+            ..CanaryFigures::default()
+        },
+        rule,
+        outcome: CanaryOutcome::Passed,
+        rolled_back: Vec::new(),
+        stuck: Vec::new(),
+        untouched: 0,
+    };
+    let failed = rollout.report.failed.len();
+    if failed > 0 {
+        verdict.outcome = CanaryOutcome::RolledBack(RollbackReason::UpgradeFailed { failed });
+    } else {
+        let task = Task::Canary {
+            module: target.name.to_string(),
+            version: target.version.to_string(),
+            actors: canaries.len(),
+        };
+        let seconds = rule.watch.as_secs_f64().ceil() as u64;
+        let begin = || reports.begin(task, Some(seconds));
+        let watched = canary::watch(&canaries, &rest, rule.watch, begin).await;
+        (verdict.canary, verdict.old, verdict.watched) =
+            (watched.canary, watched.old, watched.time);
+        verdict.outcome = canary::judge(&rule, &verdict.canary, &verdict.old);
+        watched.tracker.finish(match verdict.outcome {
+            CanaryOutcome::Passed => Ok(()),
+            CanaryOutcome::RolledBack(_) => Err(verdict.to_string()),
+        });
+    }
+    if verdict.passed() {
+        tracing::info!(module = %target.name, version = %target.version, "{verdict}");
+        rollout.report.canary = Some(verdict);
+        rollout
+            .upgrade(rest.into_iter().chain(on_it).collect())
+            .await;
+        return;
+    }
+    tracing::warn!(module = %target.name, version = %target.version, "{verdict}");
+    rollout.report.unchanged += on_it.len();
+    verdict.untouched = rest.len();
+    roll_back(rollout, &mut verdict, &canaries, &was, modules).await;
+    rollout.report.canary = Some(verdict);
+}
+
+/// Moves each upgraded canary back to the version it ran (`was`, in the order of `canaries`).
+async fn roll_back(
+    rollout: &mut Rollout,
+    verdict: &mut CanaryVerdict,
+    canaries: &[ActorRef],
+    was: &[Option<Arc<str>>],
+    modules: &Modules,
+) {
+    let upgraded: HashSet<&str> = (rollout.report.upgraded.iter())
+        .map(|u| u.path.as_str())
+        .collect();
+    let mut by_version: BTreeMap<Arc<str>, Vec<ActorRef>> = BTreeMap::new();
+    for (actor, version) in canaries.iter().zip(was) {
+        let path = actor.address.path.to_string();
+        match version {
+            _ if !upgraded.contains(path.as_str()) => {}
+            Some(v) => by_version.entry(v.clone()).or_default().push(actor.clone()),
+            None => (verdict.stuck).push((path, "its old version is not known".to_owned())),
+        }
+    }
+    let name = rollout.module().name.clone();
+    for (version, actors) in by_version {
+        let Some(module) = modules.get_version(&name, &version) else {
+            for actor in actors {
+                let why = format!("its old version {version} is no longer deployed");
+                verdict.stuck.push((actor.address.path.to_string(), why));
+            }
+            continue;
+        };
+        let mut back = Rollout::new(module, actors.len(), rollout.options(), None, None);
+        back.upgrade(actors).await;
+        let back = back.finish();
+        (verdict.rolled_back).extend(back.upgraded.into_iter().map(|u| u.path));
+        verdict.stuck.extend(back.failed);
+    }
+    let rolled_back: HashSet<&str> = verdict.rolled_back.iter().map(String::as_str).collect();
+    (rollout.report.upgraded).retain(|u| !rolled_back.contains(u.path.as_str()));
+    verdict.rolled_back.sort();
+    verdict.stuck.sort();
 }

@@ -30,10 +30,10 @@ use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
-use crate::deploy::canary::{self, CanaryVerdict};
+use crate::deploy::canary::CanaryVerdict;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{
-    Rollout, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
+    self, Rollout, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
 };
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
@@ -264,7 +264,7 @@ impl ActorSystem {
         match options.canary {
             Some(rule) => {
                 let reports = &self.kernel.reports;
-                canary::run(&mut rollout, rule, actors, &self.modules, reports).await;
+                upgrade::with_canary(&mut rollout, rule, actors, &self.modules, reports).await;
             }
             None => rollout.upgrade(actors).await,
         }
