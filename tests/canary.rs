@@ -101,8 +101,7 @@ fn outcomes(progress: &mut broadcast::Receiver<Progress>) -> Vec<(String, Result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_canary_that_fails_more_than_the_old_version_is_rolled_back_and_the_old_one_keeps_serving()
- {
+async fn a_canary_that_fails_more_than_the_old_version_is_rolled_back_and_the_old_one_serves() {
     let system = versioned_host(4).await;
     let mut progress = system.subscribe_progress();
     let upgrade = start_upgrade(&system, "4", Canary::new(1, Duration::from_secs(3)));
