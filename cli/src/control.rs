@@ -4,7 +4,8 @@
 //! Requests: `{"op":"send","to":P,"kind":K,"body":HEX}`,
 //! `{"op":"ask","to":P,"kind":K,"body":HEX,"timeout_ms":N}`, `{"op":"tree"}`,
 //! `{"op":"deploy","path":FILE,"name":N,"version":V}`,
-//! `{"op":"upgrade","target":PATH_OR_MODULE,"version":V,"concurrency":N}`, `{"op":"modules"}`,
+//! `{"op":"upgrade","target":PATH_OR_MODULE,"version":V,"concurrency":N,
+//! "canary":{"actors":N,"watch_ms":MS}?}`, `{"op":"modules"}`,
 //! `{"op":"undeploy","name":N,"version":V?}`.
 //! Responses: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
 
@@ -13,7 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use mote_host::{ActorInfo, ActorSystem, MemoryStrategy, ModuleInfo, Progress, UpgradeOptions};
+use mote_host::{
+    ActorInfo, ActorSystem, Canary, CanaryVerdict, MemoryStrategy, ModuleInfo, Progress,
+    UpgradeOptions,
+};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -53,6 +57,9 @@ pub(crate) enum Request {
         target: String,
         version: String,
         concurrency: usize,
+        /// Upgrade a few actors first and watch them (a module target only).
+        #[serde(default)]
+        canary: Option<CanaryRequest>,
     },
     Modules,
     Undeploy {
@@ -74,6 +81,43 @@ pub(crate) struct ModuleNode {
     pub(crate) image: bool,
 }
 
+/// The canary stage an `upgrade` asks for (the host's default rule: see [`Canary::new`]).
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct CanaryRequest {
+    /// How many actors go first.
+    pub(crate) actors: usize,
+    /// How long they are watched, in milliseconds.
+    pub(crate) watch_ms: u64,
+}
+
+/// What an upgrade's canary stage did.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct CanarySummary {
+    pub(crate) passed: bool,
+    /// The verdict in words, with its figures and the rule (`canary passed: ...`).
+    pub(crate) verdict: String,
+    pub(crate) canaries: Vec<String>,
+    /// Canaries moved back to their old version.
+    pub(crate) rolled_back: Vec<String>,
+    /// Canaries that could not be moved back, with why.
+    pub(crate) stuck: Vec<(String, String)>,
+    /// Actors not tried because the stage rolled back.
+    pub(crate) untouched: usize,
+}
+
+impl From<CanaryVerdict> for CanarySummary {
+    fn from(v: CanaryVerdict) -> Self {
+        CanarySummary {
+            passed: v.passed(),
+            verdict: v.to_string(),
+            canaries: v.canaries,
+            rolled_back: v.rolled_back,
+            stuck: v.stuck,
+            untouched: v.untouched,
+        }
+    }
+}
+
 /// The outcome of an `upgrade`.
 #[derive(Serialize, Deserialize, Debug)]
 pub(crate) struct UpgradeSummary {
@@ -85,6 +129,9 @@ pub(crate) struct UpgradeSummary {
     pub(crate) failed: Vec<(String, String)>,
     pub(crate) current: bool,
     pub(crate) max_pause_us: u64,
+    /// What the canary stage did, if there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) canary: Option<CanarySummary>,
 }
 
 /// One actor in a `tree` response.
@@ -372,9 +419,11 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
             target,
             version,
             concurrency,
+            canary,
         } => {
             let options = UpgradeOptions {
                 concurrency,
+                canary: canary.map(|c| Canary::new(c.actors, Duration::from_millis(c.watch_ms))),
                 ..UpgradeOptions::default()
             };
             let report = system
@@ -394,6 +443,7 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
                 unchanged: report.unchanged,
                 failed: report.failed,
                 current: report.current,
+                canary: report.canary.map(CanarySummary::from),
             });
         }
         Request::Modules => {

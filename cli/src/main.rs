@@ -143,6 +143,13 @@ enum Command {
         /// Actors upgraded at once.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Upgrade this many actors of the module first (the first by path) and watch them:
+        /// if they fail or restart more than the old version, roll them back and stop.
+        #[arg(long, value_name = "N")]
+        canary: Option<usize>,
+        /// How long the canaries are watched, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 30, requires = "canary")]
+        canary_watch: u64,
         /// The host's control socket.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
@@ -385,19 +392,25 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             target,
             to,
             concurrency,
+            canary,
+            canary_watch,
             control,
         } => {
             let request = control::Request::Upgrade {
                 target,
                 version: to,
                 concurrency,
+                canary: canary.map(|actors| control::CanaryRequest {
+                    actors,
+                    watch_ms: canary_watch.saturating_mul(1000),
+                }),
             };
             let response = control::request(&control, &request).await?;
             let Some(summary) = response.upgrade else {
                 anyhow::bail!("the host sent no upgrade report");
             };
             println!(
-                "{}@{}: {} upgraded ({} with their state), {} already on it, {} failed; longest pause {} us{}",
+                "{}@{}: {} upgraded ({} with their state), {} already on it, {} failed; longest pause {} us{}{}",
                 summary.module,
                 summary.version,
                 summary.upgraded,
@@ -405,10 +418,27 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                 summary.unchanged,
                 summary.failed.len(),
                 summary.max_pause_us,
-                if summary.current { "; now current" } else { "" }
+                if summary.current { "; now current" } else { "" },
+                summary
+                    .canary
+                    .as_ref()
+                    .map(|c| format!("; {}", c.verdict))
+                    .unwrap_or_default(),
             );
             for (path, why) in &summary.failed {
                 println!("  {path}: {why} (the old version keeps running)");
+            }
+            if let Some(canary) = &summary.canary {
+                for (path, why) in &canary.stuck {
+                    println!("  {path}: not rolled back: {why}");
+                }
+                if !canary.passed {
+                    anyhow::bail!(
+                        "the canary was rolled back: {} actor(s) back on their old version, {} not tried",
+                        canary.rolled_back.len(),
+                        canary.untouched
+                    );
+                }
             }
             if !summary.failed.is_empty() {
                 anyhow::bail!("{} actor(s) kept their old version", summary.failed.len());

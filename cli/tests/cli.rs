@@ -341,6 +341,134 @@ fn deploy_upgrade_and_roll_back_a_running_host() {
 }
 
 #[test]
+fn a_canary_upgrade_rolls_back_a_version_that_fails_and_lets_a_good_one_through() {
+    let dir = scratch("canary");
+    let socket = dir.join("mote.sock");
+    let actors = ["/user/a", "/user/b", "/user/c"];
+    let mut manifest = format!(
+        "[[module]]\nname = \"versioned\"\nversion = \"1\"\npath = {:?}\n",
+        example("versioned_v1")
+    );
+    for path in actors {
+        manifest += &format!("\n[[actor]]\npath = {path:?}\nmodule = \"versioned\"\n");
+    }
+    let manifest = write(&dir, "versioned.toml", &manifest);
+    let socket_arg = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    for v in ["2", "4"] {
+        let file = example(&format!("versioned_v{v}"));
+        let args = ["deploy", file.to_str().unwrap(), "--name", "versioned"];
+        mote_ok(&[&args[..], &["--version", v, "--control", socket_arg]].concat());
+    }
+    let on_version = |path: &str, v: &str| {
+        let tree = mote_ok(&["tree", "--control", socket_arg]);
+        tree.lines()
+            .map(str::trim_start)
+            .any(|l| l.starts_with(&format!("{path} ")) && l.contains(&format!("versioned@{v}")))
+    };
+
+    // v4 fails every `Add`. The canary (/user/a, the first by path) runs it for 3 s while every
+    // actor gets the same two `Add`s: it fails twice (and is restarted twice), the others never.
+    let upgrade = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .current_dir(&dir)
+        .args(["upgrade", "versioned", "--to", "4", "--canary", "1"])
+        .args(["--canary-watch", "3", "--control", socket_arg])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start mote upgrade");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !on_version("/user/a", "4") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the canary never ran v4"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for path in actors {
+        for add in ["000000", "000001"] {
+            // Versioned::Add { stream: 0, n } in postcard.
+            mote_ok(&[
+                "send",
+                path,
+                "Versioned",
+                "--hex",
+                add,
+                "--control",
+                socket_arg,
+            ]);
+        }
+        // Versioned::Get: answered once both `Add`s were handled.
+        mote_ok(&[
+            "ask",
+            path,
+            "Versioned",
+            "--hex",
+            "01",
+            "--control",
+            socket_arg,
+        ]);
+    }
+    let out = upgrade.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("versioned@4: 0 upgraded")
+            && stdout.contains("; canary rolled back: 1 actor had 2 failures in 3."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("against 0 failures of 2 actors on the old version"),
+        "{stdout}"
+    );
+    let line = one_line_error(&out);
+    assert!(
+        line.contains(
+            "the canary was rolled back: 1 actor(s) back on their old version, 2 not tried"
+        ),
+        "{line}"
+    );
+    for path in actors {
+        assert!(on_version(path, "1"), "{path} runs v1 again");
+    }
+
+    // v2 does no worse: the canaries pass and every actor moves.
+    let out = mote_ok(&[
+        "upgrade",
+        "versioned",
+        "--to",
+        "2",
+        "--canary",
+        "2",
+        "--canary-watch",
+        "1",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(out.contains("3 upgraded (3 with their state)"), "{out}");
+    assert!(
+        out.contains("now current; canary passed: 2 actors watched for 1."),
+        "{out}"
+    );
+    for path in actors {
+        assert!(on_version(path, "2"), "{path} runs v2");
+    }
+
+    // A canary compares actors of a module: one path is refused.
+    let line = one_line_error(&mote(&[
+        "upgrade",
+        "/user/a",
+        "--to",
+        "1",
+        "--canary",
+        "1",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("a canary needs a module name"), "{line}");
+}
+
+#[test]
 fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     let dir = scratch("new");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -19,8 +19,8 @@
 //! ```text
 //!  system      ActorSystem, Probe, Replay: the public API; wires the layers at start
 //!    │         (wiring) · metrics (the OpenMetrics scrape)
-//!  deploy      upgrade (rolling hot swap) · modules (registry, checks, compiled cache, records)
-//!    │         · manifest
+//!  deploy      upgrade (rolling hot swap) · canary (a few first, watched, then the rest or
+//!    │         back) · modules (registry, checks, compiled cache, records) · manifest
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
@@ -102,6 +102,7 @@ pub use cluster::{
 };
 pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;
+pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 pub use deploy::checks::CONTRACT_VERSION;
 pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};

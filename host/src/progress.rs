@@ -35,6 +35,15 @@ pub enum Task {
         /// The version upgraded to.
         version: String,
     },
+    /// The canaries of an upgrade being watched before the rest follow (units: seconds).
+    Canary {
+        /// The module.
+        module: String,
+        /// The version the canaries run.
+        version: String,
+        /// How many canaries.
+        actors: usize,
+    },
     /// An actor replaying its journal after a (re)start.
     Recovery {
         /// The journal.
@@ -57,6 +66,14 @@ impl std::fmt::Display for Task {
                 *bytes as f64 / 1e6
             ),
             Task::Upgrade { module, version } => write!(f, "upgrading {module} to {version}"),
+            Task::Canary {
+                module,
+                version,
+                actors,
+            } => write!(
+                f,
+                "watching {actors} canary actor(s) of {module}@{version} (seconds)"
+            ),
             Task::Recovery {
                 persistence_id,
                 actor,

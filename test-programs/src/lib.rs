@@ -39,6 +39,7 @@ pub const NAMES: &[&str] = &[
     "versioned_v1",
     "versioned_v2",
     "versioned_v3",
+    "versioned_v4",
     "order_desk",
     "py_orders",
     "js_events",

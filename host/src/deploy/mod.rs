@@ -1,8 +1,9 @@
 //! Deployment: the module registry (versions, content hashes, contract and grant checks, the
-//! compiled cache, records in the database), hot swap of running actors, and the manifest of
-//! `mote run`.
+//! compiled cache, records in the database), hot swap of running actors (with an optional
+//! canary stage), and the manifest of `mote run`.
 
 pub(crate) mod cache;
+pub(crate) mod canary;
 pub(crate) mod checks;
 pub(crate) mod manifest;
 pub(crate) mod modules;

@@ -12,17 +12,20 @@
 //!
 //! A whole module is upgraded rolling: at most `concurrency` actors at a time, progress reported
 //! as each finishes. When every actor of the module made it, the version becomes the module's
-//! current one (new spawns get it); rolling back is upgrading to the previous version.
+//! current one (new spawns get it); rolling back is upgrading to the previous version. With a
+//! [`Canary`], a few actors go first and are watched before the rest follow (see `canary`).
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::modules::Module;
+use super::canary::{self, Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
+use super::modules::{Module, Modules};
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest};
 use crate::error::ModuleError;
-use crate::progress::Tracker;
+use crate::progress::{Reports, Task, Tracker};
 
 /// How an upgrade runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +34,9 @@ pub struct UpgradeOptions {
     pub concurrency: usize,
     /// How long one actor may take to finish its current message and swap (default 30 s).
     pub timeout: Duration,
+    /// Upgrade a few actors first and watch them before the rest (default none; a whole
+    /// module only).
+    pub canary: Option<Canary>,
 }
 
 impl Default for UpgradeOptions {
@@ -38,6 +44,7 @@ impl Default for UpgradeOptions {
         UpgradeOptions {
             concurrency: 16,
             timeout: Duration::from_secs(30),
+            canary: None,
         }
     }
 }
@@ -71,15 +78,26 @@ pub struct UpgradeReport {
     pub module: String,
     /// The version upgraded to.
     pub version: String,
-    /// Actors now on that version.
+    /// Actors now on that version (canaries that were rolled back are not).
     pub upgraded: Vec<Upgraded>,
     /// Actors that already ran it.
     pub unchanged: usize,
     /// Actors that kept their old version, with why.
     pub failed: Vec<(String, String)>,
     /// Whether the version became the module's current one (a whole-module upgrade that
-    /// fully succeeded).
+    /// fully succeeded, and whose canary, if any, passed).
     pub current: bool,
+    /// What the canary stage found and did, if the upgrade had one.
+    pub canary: Option<CanaryVerdict>,
+}
+
+impl UpgradeReport {
+    /// Actors moved from one version to another: each upgraded one, and a rolled-back canary
+    /// twice (there and back).
+    pub(crate) fn moves(&self) -> usize {
+        let back = self.canary.as_ref().map_or(0, |c| c.rolled_back.len());
+        self.upgraded.len() + 2 * back
+    }
 }
 
 /// Why an upgrade could not start.
@@ -91,42 +109,92 @@ pub enum UpgradeError {
     /// No live actor at that path, or it is a probe.
     #[error("no actor lives at {0}")]
     NoActor(String),
+    /// A canary was asked for an upgrade of one actor: there is nothing to compare it with.
+    #[error(
+        "a canary needs a module name, not the path {0}: it compares a module's upgraded actors with those still on the old version"
+    )]
+    CanaryOfOneActor(String),
+    /// A canary of no actors was asked for.
+    #[error("a canary needs at least one actor")]
+    EmptyCanary,
 }
 
-/// Upgrades `actors` to `module`, at most `options.concurrency` at a time.
-pub(crate) async fn upgrade_actors(
+/// Where a rolling upgrade stands across its stages (canaries, the rest): what it did so far,
+/// and how many actors finished, for the progress channel, the host's report and the log.
+pub(crate) struct Rollout {
     module: Arc<Module>,
-    actors: Vec<ActorRef>,
     options: UpgradeOptions,
+    /// What was done so far.
+    pub(crate) report: UpgradeReport,
+    total: usize,
+    done: usize,
     progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
-    mut tracker: Tracker,
-) -> UpgradeReport {
-    let total = actors.len();
-    let gate = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let mut running = tokio::task::JoinSet::new();
-    for actor in actors {
-        let gate = gate.clone();
-        let module = module.clone();
-        running.spawn(async move {
-            let _permit = gate.acquire_owned().await;
-            let path = actor.address.path.to_string();
-            (path, upgrade_one(&actor, module, options.timeout).await)
-        });
-    }
-    let mut report = UpgradeReport {
-        module: module.name.to_string(),
-        version: module.version.to_string(),
-        ..UpgradeReport::default()
-    };
-    let mut done = 0;
-    while let Some(joined) = running.join_next().await {
-        let (path, outcome) = match joined {
-            Ok(result) => result,
-            Err(e) => (
-                String::new(),
-                Outcome::Failed(format!("upgrade task failed: {e}")),
-            ),
+    tracker: Option<Tracker>,
+}
+
+impl Rollout {
+    /// A rollout of `total` actors to `module`, reported on `progress` and `tracker`.
+    pub(crate) fn new(
+        module: Arc<Module>,
+        total: usize,
+        options: UpgradeOptions,
+        progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
+        tracker: Option<Tracker>,
+    ) -> Rollout {
+        let report = UpgradeReport {
+            module: module.name.to_string(),
+            version: module.version.to_string(),
+            ..UpgradeReport::default()
         };
+        Rollout {
+            module,
+            options,
+            report,
+            total,
+            done: 0,
+            progress,
+            tracker,
+        }
+    }
+
+    /// The module version actors are moved to.
+    pub(crate) fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// The options it runs with.
+    pub(crate) fn options(&self) -> UpgradeOptions {
+        self.options
+    }
+
+    /// Upgrades `actors`, at most `concurrency` at a time, adding their outcomes to the report.
+    pub(crate) async fn upgrade(&mut self, actors: Vec<ActorRef>) {
+        let gate = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
+        let timeout = self.options.timeout;
+        let mut running = tokio::task::JoinSet::new();
+        for actor in actors {
+            let gate = gate.clone();
+            let module = self.module.clone();
+            running.spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                let path = actor.address.path.to_string();
+                (path, upgrade_one(&actor, module, timeout).await)
+            });
+        }
+        while let Some(joined) = running.join_next().await {
+            let (path, outcome) = match joined {
+                Ok(result) => result,
+                Err(e) => (
+                    String::new(),
+                    Outcome::Failed(format!("upgrade task failed: {e}")),
+                ),
+            };
+            self.record(path, outcome);
+        }
+    }
+
+    fn record(&mut self, path: String, outcome: Outcome) {
+        let report = &mut self.report;
         match outcome {
             Outcome::Upgraded { migrated, pause } => report.upgraded.push(Upgraded {
                 path,
@@ -139,27 +207,43 @@ pub(crate) async fn upgrade_actors(
                 report.failed.push((path, why));
             }
         }
-        done += 1;
+        self.done += 1;
+        let (done, total) = (self.done, self.total);
         let step = UpgradeProgress {
             done,
             total,
             failed: report.failed.len(),
         };
-        if let Some(tx) = &progress {
+        if let Some(tx) = &self.progress {
             let _ = tx.send(step);
         }
-        tracker.advance(u64::try_from(done).unwrap_or(u64::MAX));
+        if let Some(tracker) = &mut self.tracker {
+            tracker.advance(u64::try_from(done).unwrap_or(u64::MAX));
+        }
         if total >= 10 && done % (total / 10) == 0 {
+            let module = &self.module;
             tracing::info!(module = %module.name, version = %module.version, done, total, failed = step.failed, "upgrading");
         }
     }
-    report.upgraded.sort_by(|a, b| a.path.cmp(&b.path));
-    report.failed.sort();
-    tracker.finish(match report.failed.len() {
-        0 => Ok(()),
-        n => Err(format!("{n} of {total} actors kept their old version")),
-    });
-    report
+
+    /// Ends the rollout: its report, sorted by path, and the end of its progress report.
+    pub(crate) fn finish(mut self) -> UpgradeReport {
+        let mut report = std::mem::take(&mut self.report);
+        report.upgraded.sort_by(|a, b| a.path.cmp(&b.path));
+        report.failed.sort();
+        let outcome = match (&report.canary, report.failed.len()) {
+            (Some(verdict), _) if !verdict.passed() => Err(verdict.to_string()),
+            (_, 0) => Ok(()),
+            (_, n) => Err(format!(
+                "{n} of {} actors kept their old version",
+                self.total
+            )),
+        };
+        if let Some(tracker) = self.tracker.take() {
+            tracker.finish(outcome);
+        }
+        report
+    }
 }
 
 /// Sends the request to one actor's cell and waits for its answer.
@@ -179,4 +263,123 @@ async fn upgrade_one(actor: &ActorRef, module: Arc<Module>, timeout: Duration) -
         Ok(Err(_)) => Outcome::Failed("the actor stopped before it could be upgraded".into()),
         Err(_) => Outcome::Failed(format!("no answer within {timeout:?}")),
     }
+}
+
+/// Upgrades every actor of a module (`actors`) through a canary stage: the canaries, the watch,
+/// then the rest or a rollback. What happened goes into the rollout's report.
+pub(crate) async fn with_canary(
+    rollout: &mut Rollout,
+    rule: Canary,
+    actors: Vec<ActorRef>,
+    modules: &Modules,
+    reports: &Arc<Reports>,
+) {
+    let target = rollout.module().clone();
+    let (mut canaries, on_it): (Vec<ActorRef>, Vec<ActorRef>) = actors
+        .into_iter()
+        .partition(|a| a.running_version().as_deref() != Some(&*target.version));
+    if canaries.is_empty() {
+        // Nothing moves: no stage to judge.
+        rollout.upgrade(on_it).await;
+        return;
+    }
+    canaries.sort_by(|a, b| a.address.path.cmp(&b.address.path));
+    let rest = canaries.split_off(rule.actors.min(canaries.len()));
+    let was: Vec<Option<Arc<str>>> = canaries.iter().map(ActorRef::running_version).collect();
+    tracing::info!(module = %target.name, version = %target.version, canaries = canaries.len(), watch = ?rule.watch, "canary stage started");
+    rollout.upgrade(canaries.clone()).await;
+    let mut verdict = CanaryVerdict {
+        canaries: canaries
+            .iter()
+            .map(|a| a.address.path.to_string())
+            .collect(),
+        watched: Duration::ZERO,
+        canary: CanaryFigures {
+            actors: canaries.len(),
+            ..CanaryFigures::default()
+        },
+        old: CanaryFigures {
+            actors: rest.len(),
+            ..CanaryFigures::default()
+        },
+        rule,
+        outcome: CanaryOutcome::Passed,
+        rolled_back: Vec::new(),
+        stuck: Vec::new(),
+        untouched: 0,
+    };
+    let failed = rollout.report.failed.len();
+    if failed > 0 {
+        verdict.outcome = CanaryOutcome::RolledBack(RollbackReason::UpgradeFailed { failed });
+    } else {
+        let task = Task::Canary {
+            module: target.name.to_string(),
+            version: target.version.to_string(),
+            actors: canaries.len(),
+        };
+        let seconds = rule.watch.as_secs_f64().ceil() as u64;
+        let begin = || reports.begin(task, Some(seconds));
+        let watched = canary::watch(&canaries, &rest, rule.watch, begin).await;
+        (verdict.canary, verdict.old, verdict.watched) =
+            (watched.canary, watched.old, watched.time);
+        verdict.outcome = canary::judge(&rule, &verdict.canary, &verdict.old);
+        watched.tracker.finish(match verdict.outcome {
+            CanaryOutcome::Passed => Ok(()),
+            CanaryOutcome::RolledBack(_) => Err(verdict.to_string()),
+        });
+    }
+    if verdict.passed() {
+        tracing::info!(module = %target.name, version = %target.version, "{verdict}");
+        rollout.report.canary = Some(verdict);
+        rollout
+            .upgrade(rest.into_iter().chain(on_it).collect())
+            .await;
+        return;
+    }
+    tracing::warn!(module = %target.name, version = %target.version, "{verdict}");
+    rollout.report.unchanged += on_it.len();
+    verdict.untouched = rest.len();
+    roll_back(rollout, &mut verdict, &canaries, &was, modules).await;
+    rollout.report.canary = Some(verdict);
+}
+
+/// Moves each upgraded canary back to the version it ran (`was`, in the order of `canaries`).
+async fn roll_back(
+    rollout: &mut Rollout,
+    verdict: &mut CanaryVerdict,
+    canaries: &[ActorRef],
+    was: &[Option<Arc<str>>],
+    modules: &Modules,
+) {
+    let upgraded: HashSet<&str> = (rollout.report.upgraded.iter())
+        .map(|u| u.path.as_str())
+        .collect();
+    let mut by_version: BTreeMap<Arc<str>, Vec<ActorRef>> = BTreeMap::new();
+    for (actor, version) in canaries.iter().zip(was) {
+        let path = actor.address.path.to_string();
+        match version {
+            _ if !upgraded.contains(path.as_str()) => {}
+            Some(v) => by_version.entry(v.clone()).or_default().push(actor.clone()),
+            None => (verdict.stuck).push((path, "its old version is not known".to_owned())),
+        }
+    }
+    let name = rollout.module().name.clone();
+    for (version, actors) in by_version {
+        let Some(module) = modules.get_version(&name, &version) else {
+            for actor in actors {
+                let why = format!("its old version {version} is no longer deployed");
+                verdict.stuck.push((actor.address.path.to_string(), why));
+            }
+            continue;
+        };
+        let mut back = Rollout::new(module, actors.len(), rollout.options(), None, None);
+        back.upgrade(actors).await;
+        let back = back.finish();
+        (verdict.rolled_back).extend(back.upgraded.into_iter().map(|u| u.path));
+        verdict.stuck.extend(back.failed);
+    }
+    let rolled_back: HashSet<&str> = verdict.rolled_back.iter().map(String::as_str).collect();
+    (rollout.report.upgraded).retain(|u| !rolled_back.contains(u.path.as_str()));
+    verdict.rolled_back.sort();
+    verdict.stuck.sort();
 }

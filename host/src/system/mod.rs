@@ -31,8 +31,11 @@ use crate::caps::persistence::entities::EntityOptions;
 use crate::cluster::{Cluster, ClusterConfig, ClusterError, ClusterStats};
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
+use crate::deploy::canary::CanaryVerdict;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
-use crate::deploy::upgrade::{self, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport};
+use crate::deploy::upgrade::{
+    self, Rollout, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
+};
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
 use crate::kernel::Kernel;
@@ -211,7 +214,10 @@ impl ActorSystem {
             .await
     }
 
-    /// [`ActorSystem::upgrade`] with options and a channel that receives progress.
+    /// [`ActorSystem::upgrade`] with options and a channel that receives progress. With
+    /// `options.canary`, `target` must be a module name: a few of its actors go first and are
+    /// watched, and the rest follow only if those did no worse ([`Canary`](crate::Canary)); the report's
+    /// `canary` says what happened.
     pub async fn upgrade_with(
         &self,
         target: &str,
@@ -220,6 +226,9 @@ impl ActorSystem {
         progress: Option<tokio::sync::mpsc::UnboundedSender<UpgradeProgress>>,
     ) -> Result<UpgradeReport, UpgradeError> {
         let (name, actors, whole) = if target.starts_with('/') {
+            if options.canary.is_some() {
+                return Err(UpgradeError::CanaryOfOneActor(target.to_owned()));
+            }
             let actor = self
                 .kernel
                 .registry
@@ -238,6 +247,9 @@ impl ActorSystem {
                 .collect();
             (target.to_owned(), actors, true)
         };
+        if options.canary.is_some_and(|c| c.actors == 0) {
+            return Err(UpgradeError::EmptyCanary);
+        }
         let module =
             self.modules
                 .get_version(&name, version)
@@ -252,10 +264,19 @@ impl ActorSystem {
         };
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         let tracker = self.kernel.reports.begin(task, Some(count(actors.len())));
-        let mut report = upgrade::upgrade_actors(module, actors, options, progress, tracker).await;
-        (self.upgrades.done).fetch_add(count(report.upgraded.len()), Ordering::Relaxed);
+        let mut rollout = Rollout::new(module, actors.len(), options, progress, Some(tracker));
+        match options.canary {
+            Some(rule) => {
+                let reports = &self.kernel.reports;
+                upgrade::with_canary(&mut rollout, rule, actors, &self.modules, reports).await;
+            }
+            None => rollout.upgrade(actors).await,
+        }
+        let mut report = rollout.finish();
+        (self.upgrades.done).fetch_add(count(report.moves()), Ordering::Relaxed);
         (self.upgrades.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
-        if whole && report.failed.is_empty() {
+        let passed = report.canary.as_ref().is_none_or(CanaryVerdict::passed);
+        if whole && passed && report.failed.is_empty() {
             self.modules.set_current(&name, version)?;
             report.current = true;
         }
@@ -265,6 +286,7 @@ impl ActorSystem {
             upgraded = report.upgraded.len(),
             unchanged = report.unchanged,
             failed = report.failed.len(),
+            canary_passed = report.canary.as_ref().map(CanaryVerdict::passed),
             "upgrade finished"
         );
         Ok(report)
