@@ -22,13 +22,15 @@
 //! - Cross-node delivery is at most once: a durable message's receipt is settled when it is
 //!   handed to NATS (the cluster-durability work makes it exactly once).
 
+mod config;
 mod leases;
 mod members;
+mod outside;
 mod routes;
+mod tasks;
 mod watches;
 pub(crate) mod wire;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -37,14 +39,17 @@ use async_nats::jetstream::kv;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+pub use self::config::{ClusterConfig, ClusterError};
+use self::config::{Names, bucket, check_name, connect};
 use self::leases::{Admit, Leases};
-use self::members::{Change, Members};
+use self::members::Members;
+pub use self::outside::{RemoteActor, cluster_tree};
 use self::routes::Routes;
+use self::tasks::{answer, beat, follow_claims, hear, link, receive, take_lease};
 use self::watches::Watches;
 use self::wire::{Frame, Heartbeat};
 use crate::address::Address;
 use crate::caps::Caps;
-use crate::error::BoxError;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::remote::Remote;
 use crate::kernel::{Kernel, TERMINATED_KIND, Undelivered};
@@ -56,155 +61,6 @@ pub const CLUSTER_TOPIC: &str = "/system/cluster";
 pub const NODE_UP_KIND: &str = "mote.node-up";
 /// The kind of the message to [`CLUSTER_TOPIC`] when a node is down; its body is the node name.
 pub const NODE_DOWN_KIND: &str = "mote.node-down";
-
-/// How a host joins a cluster.
-#[derive(Clone, Debug)]
-pub struct ClusterConfig {
-    /// The NATS server(s), such as `nats://127.0.0.1:4222`.
-    pub url: String,
-    /// This node's name, unique in the cluster (`A-Z a-z 0-9 _ -`).
-    pub node: String,
-    /// The cluster's name: every subject and bucket is under it (default `mote`).
-    pub name: String,
-    /// A NATS token, if the server wants one.
-    pub token: Option<String>,
-    /// A NATS credentials file (JWT and nkey seed), if the server wants one.
-    pub credentials: Option<PathBuf>,
-    /// How often a node beats (default 1 s).
-    pub heartbeat: Duration,
-    /// Silence after which a node is down (default 3 s).
-    pub failure_timeout: Duration,
-    /// Frames queued for other nodes before further sends are refused (default 65,536).
-    pub link_capacity: usize,
-}
-
-impl ClusterConfig {
-    /// A node `node` of the cluster `mote` at `url`, with the default timings.
-    pub fn new(url: impl Into<String>, node: impl Into<String>) -> Self {
-        ClusterConfig {
-            url: url.into(),
-            node: node.into(),
-            name: "mote".to_owned(),
-            token: None,
-            credentials: None,
-            heartbeat: Duration::from_secs(1),
-            failure_timeout: Duration::from_secs(3),
-            link_capacity: 1 << 16,
-        }
-    }
-}
-
-/// Why a host could not join a cluster, or a cluster operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    /// A node or cluster name outside `A-Z a-z 0-9 _ -` (or empty, or over 64 bytes).
-    #[error("invalid {what} name {name:?}: use 1-64 of A-Z a-z 0-9 _ -")]
-    InvalidName {
-        /// `node` or `cluster`.
-        what: &'static str,
-        /// The name given.
-        name: String,
-    },
-    /// The NATS server could not be reached or refused the credentials.
-    #[error("cannot connect to NATS at {url}")]
-    Connect {
-        /// The server.
-        url: String,
-        /// Why.
-        #[source]
-        source: BoxError,
-    },
-    /// Another live node of the cluster has this name.
-    #[error("the node name `{0}` is taken by a live node of this cluster")]
-    NameTaken(String),
-    /// A JetStream operation failed (is the server running with `-js`?).
-    #[error("JetStream {what} failed (is nats-server running with -js?)")]
-    JetStream {
-        /// What was being done.
-        what: &'static str,
-        /// Why.
-        #[source]
-        source: BoxError,
-    },
-    /// A live node owns this top-level path.
-    #[error("{path} belongs to node {node}")]
-    Claimed {
-        /// The path.
-        path: String,
-        /// Its node.
-        node: String,
-    },
-    /// This host is a node of a cluster already.
-    #[error("this host has joined a cluster already")]
-    AlreadyJoined,
-    /// A node did not answer a request in time.
-    #[error("node {0} did not answer")]
-    NoAnswer(String),
-}
-
-impl ClusterError {
-    fn jetstream(what: &'static str, source: impl Into<BoxError>) -> Self {
-        ClusterError::JetStream {
-            what,
-            source: source.into(),
-        }
-    }
-}
-
-/// Checks a node or cluster name: a NATS subject token and a bucket name.
-fn check_name(what: &'static str, name: &str) -> Result<(), ClusterError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(ClusterError::InvalidName {
-            what,
-            name: name.to_owned(),
-        })
-    }
-}
-
-/// Subjects and buckets of one cluster.
-struct Names {
-    prefix: String,
-}
-
-impl Names {
-    fn new(cluster: &str) -> Self {
-        Names {
-            prefix: format!("mote.{cluster}"),
-        }
-    }
-    fn heartbeats(&self) -> String {
-        format!("{}.hb", self.prefix)
-    }
-    fn to(&self, node: &str) -> String {
-        format!("{}.to.{node}", self.prefix)
-    }
-    fn control(&self, node: &str) -> String {
-        format!("{}.ctl.{node}", self.prefix)
-    }
-    fn bucket(&self, what: &str) -> String {
-        format!("{}-{what}", self.prefix.replace('.', "-"))
-    }
-}
-
-/// One actor as a node's tree lists it to the cluster.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RemoteActor {
-    /// Its path.
-    pub path: String,
-    /// Its incarnation.
-    pub incarnation: u64,
-    /// The module it runs.
-    pub module: Option<String>,
-    /// Messages waiting in its mailbox.
-    pub mailbox_depth: usize,
-}
 
 /// Figures of this node's part in the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -246,44 +102,6 @@ pub(crate) struct Cluster {
     sent: AtomicU64,
     received: AtomicU64,
     malformed: AtomicU64,
-}
-
-/// Connects to NATS with the config's credentials.
-async fn connect(config: &ClusterConfig, name: String) -> Result<async_nats::Client, ClusterError> {
-    let failed = |source: BoxError| ClusterError::Connect {
-        url: config.url.clone(),
-        source,
-    };
-    let mut options = async_nats::ConnectOptions::new()
-        .name(name)
-        .connection_timeout(Duration::from_secs(5));
-    if let Some(token) = &config.token {
-        options = options.token(token.clone());
-    }
-    if let Some(path) = &config.credentials {
-        options = options
-            .credentials_file(path)
-            .await
-            .map_err(|e| failed(e.into()))?;
-    }
-    options
-        .connect(config.url.as_str())
-        .await
-        .map_err(|e| failed(e.into()))
-}
-
-/// Opens (or creates) a key-value bucket of the cluster.
-async fn bucket(
-    js: &async_nats::jetstream::Context,
-    name: String,
-) -> Result<kv::Store, ClusterError> {
-    js.create_or_update_key_value(kv::Config {
-        bucket: name,
-        history: 1,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| ClusterError::jetstream("opening a key-value bucket", e))
 }
 
 impl Cluster {
@@ -903,237 +721,4 @@ impl Remote for Cluster {
         self.members.queued(&node, group);
         Ok(())
     }
-}
-
-/// Takes the lease of the entity at `path`, then lets what waited for it go.
-async fn take_lease(cluster: Arc<Cluster>, path: String) {
-    let Some(kernel) = cluster.kernel.upgrade() else {
-        return;
-    };
-    let outcome = lease_outcome(&cluster, &path).await;
-    match outcome {
-        Ok(Ok(revision)) => {
-            for (incarnation, envelope) in cluster.leases.taken(&path, revision) {
-                if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
-                    kernel.dead_letter(u.envelope, u.target, u.reason);
-                }
-            }
-        }
-        Ok(Err(holder)) => {
-            for (incarnation, envelope) in cluster.leases.elsewhere(&path, &holder) {
-                if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
-                    kernel.dead_letter(u.envelope, u.target, u.reason);
-                }
-            }
-        }
-        Err(e) => {
-            tracing::warn!(path, error = %e, "an entity lease could not be taken");
-            for (_, envelope) in cluster.leases.failed(&path) {
-                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
-            }
-        }
-    }
-}
-
-/// The lease's new revision if this node took it, or the live node that holds it.
-async fn lease_outcome(cluster: &Cluster, path: &str) -> Result<Result<u64, String>, ClusterError> {
-    let key = routes::key(path);
-    let kv = &cluster.leases_kv;
-    for _ in 0..4 {
-        match kv.create(&key, cluster.me.clone().into()).await {
-            Ok(revision) => return Ok(Ok(revision)),
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
-            Err(e) => return Err(ClusterError::jetstream("taking a lease", e)),
-        }
-        let Some(entry) = kv
-            .entry(key.clone())
-            .await
-            .map_err(|e| ClusterError::jetstream("reading a lease", e))?
-        else {
-            continue;
-        };
-        let holder = String::from_utf8_lossy(&entry.value).into_owned();
-        if entry.operation == kv::Operation::Put
-            && holder != cluster.me
-            && cluster.members.is_live(&holder)
-        {
-            return Ok(Err(holder));
-        }
-        // Free, ours from an earlier run, or held by a node that is down: take it over.
-        if let Ok(revision) = kv
-            .update(&key, cluster.me.clone().into(), entry.revision)
-            .await
-        {
-            return Ok(Ok(revision));
-        }
-    }
-    Err(ClusterError::jetstream(
-        "taking a lease",
-        "the lease kept changing under this node",
-    ))
-}
-
-/// Publishes queued frames, batched per node, in queue order.
-async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {
-    const BATCH: usize = 512;
-    let mut queued = Vec::with_capacity(BATCH);
-    while outbox.recv_many(&mut queued, BATCH).await > 0 {
-        let mut batches: Vec<(String, Vec<Frame>)> = Vec::new();
-        for (node, frame) in queued.drain(..) {
-            match batches.iter_mut().find(|(n, _)| *n == node) {
-                Some((_, frames)) => frames.push(frame),
-                None => batches.push((node, vec![frame])),
-            }
-        }
-        for (node, frames) in batches {
-            let count = frames.len() as u64;
-            let payload = wire::encode(&frames);
-            match cluster
-                .client
-                .publish(cluster.names.to(&node), payload.into())
-                .await
-            {
-                Ok(()) => {
-                    cluster.sent.fetch_add(count, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    tracing::warn!(node, frames = count, error = %e, "frames for a node were not sent")
-                }
-            }
-        }
-    }
-}
-
-/// Handles the batches other nodes send this one, in arrival order.
-async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscriber) {
-    while let Some(message) = inbox.next().await {
-        let Some(kernel) = cluster.kernel.upgrade() else {
-            return;
-        };
-        match wire::decode::<Vec<Frame>>(&message.payload) {
-            Ok(frames) => {
-                cluster
-                    .received
-                    .fetch_add(frames.len() as u64, Ordering::Relaxed);
-                for frame in frames {
-                    cluster.inbound(&kernel, frame);
-                }
-            }
-            Err(e) => {
-                cluster.malformed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(error = %e, "a batch from another node was dropped");
-            }
-        }
-    }
-}
-
-/// Hears the other nodes' heartbeats.
-async fn hear(cluster: Arc<Cluster>, mut beats: async_nats::Subscriber) {
-    while let Some(message) = beats.next().await {
-        let Some(kernel) = cluster.kernel.upgrade() else {
-            return;
-        };
-        let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
-            cluster.malformed.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        if beat.node == cluster.me {
-            if beat.session != cluster.session && !beat.leaving {
-                tracing::error!(node = %cluster.me, "another live node has this node's name");
-            }
-            continue;
-        }
-        let node = beat.node.clone();
-        match cluster.members.heard(beat, Instant::now()) {
-            Change::None => {}
-            Change::Up => {
-                tracing::info!(node, "a node joined the cluster");
-                cluster.announce(&kernel, NODE_UP_KIND, &node);
-            }
-            Change::Down => cluster.node_down(&node, &kernel),
-            Change::Restarted => {
-                cluster.node_down(&node, &kernel);
-                cluster.announce(&kernel, NODE_UP_KIND, &node);
-            }
-        }
-    }
-}
-
-/// Beats this node's heart, and finds nodes that went silent.
-async fn beat(cluster: Arc<Cluster>) {
-    let mut tick = tokio::time::interval(cluster.config.heartbeat);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(kernel) = cluster.kernel.upgrade() else {
-            return;
-        };
-        cluster.send_beat(false).await;
-        for node in cluster
-            .members
-            .expire(cluster.config.failure_timeout, Instant::now())
-        {
-            cluster.node_down(&node, &kernel);
-        }
-    }
-}
-
-/// Answers requests to this node: its tree.
-async fn answer(cluster: Arc<Cluster>, mut requests: async_nats::Subscriber) {
-    while let Some(request) = requests.next().await {
-        let Some(kernel) = cluster.kernel.upgrade() else {
-            return;
-        };
-        let Some(reply) = request.reply else { continue };
-        let tree = wire::encode(&cluster.tree(&kernel));
-        let _ = cluster.client.publish(reply, tree.into()).await;
-    }
-}
-
-/// Follows changes of the claims.
-async fn follow_claims(cluster: Arc<Cluster>, mut claims: kv::Watch) {
-    while let Some(Ok(entry)) = claims.next().await {
-        let Some(name) = routes::name(&entry.key) else {
-            continue;
-        };
-        let node = (entry.operation == kv::Operation::Put)
-            .then(|| String::from_utf8_lossy(&entry.value).into_owned());
-        cluster.routes.set(name, node);
-    }
-}
-
-/// The actors of every live node of the cluster `config.name`, by node, asked from outside
-/// (without joining): the nodes are those heard within one heartbeat and a half.
-pub async fn cluster_tree(
-    config: &ClusterConfig,
-) -> Result<Vec<(String, Vec<RemoteActor>)>, ClusterError> {
-    check_name("cluster", &config.name)?;
-    let names = Names::new(&config.name);
-    let client = connect(config, "mote-cli".to_owned()).await?;
-    let mut beats = client
-        .subscribe(names.heartbeats())
-        .await
-        .map_err(|e| ClusterError::jetstream("subscribing to heartbeats", e))?;
-    let members = Members::default();
-    let until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
-    while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
-        if let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) {
-            members.heard(beat, Instant::now());
-        }
-    }
-    let mut out = Vec::new();
-    for node in members.names() {
-        let reply = tokio::time::timeout(
-            Duration::from_secs(5),
-            client.request(names.control(&node), Vec::new().into()),
-        )
-        .await;
-        let Ok(Ok(reply)) = reply else {
-            return Err(ClusterError::NoAnswer(node));
-        };
-        let actors: Vec<RemoteActor> = wire::decode(&reply.payload)
-            .map_err(|e| ClusterError::jetstream("reading a node's tree", e))?;
-        out.push((node, actors));
-    }
-    Ok(out)
 }

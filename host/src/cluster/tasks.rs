@@ -1,0 +1,221 @@
+//! The tasks of a node in its cluster: the link that publishes frames, the receiver of frames,
+//! the heart that beats and the ear that hears the others, the answerer of requests, the
+//! follower of claims, and the taking of an entity's lease.
+//!
+//! Invariants:
+//! - One task publishes every frame and one task handles every received batch, each in queue
+//!   order: that is the per-pair FIFO of the cluster.
+//! - A task ends when the kernel it serves is gone.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use async_nats::jetstream::kv;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::members::Change;
+use super::wire::{self, Frame, Heartbeat};
+use super::{Cluster, ClusterError, NODE_UP_KIND, routes};
+use crate::kernel::deadletters::DeadLetterReason;
+
+/// Takes the lease of the entity at `path`, then lets what waited for it go.
+pub(super) async fn take_lease(cluster: Arc<Cluster>, path: String) {
+    let Some(kernel) = cluster.kernel.upgrade() else {
+        return;
+    };
+    let outcome = lease_outcome(&cluster, &path).await;
+    match outcome {
+        Ok(Ok(revision)) => {
+            for (incarnation, envelope) in cluster.leases.taken(&path, revision) {
+                if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        }
+        Ok(Err(holder)) => {
+            for (incarnation, envelope) in cluster.leases.elsewhere(&path, &holder) {
+                if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(path, error = %e, "an entity lease could not be taken");
+            for (_, envelope) in cluster.leases.failed(&path) {
+                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
+            }
+        }
+    }
+}
+
+/// The lease's new revision if this node took it, or the live node that holds it.
+pub(super) async fn lease_outcome(
+    cluster: &Cluster,
+    path: &str,
+) -> Result<Result<u64, String>, ClusterError> {
+    let key = routes::key(path);
+    let kv = &cluster.leases_kv;
+    for _ in 0..4 {
+        match kv.create(&key, cluster.me.clone().into()).await {
+            Ok(revision) => return Ok(Ok(revision)),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ClusterError::jetstream("taking a lease", e)),
+        }
+        let Some(entry) = kv
+            .entry(key.clone())
+            .await
+            .map_err(|e| ClusterError::jetstream("reading a lease", e))?
+        else {
+            continue;
+        };
+        let holder = String::from_utf8_lossy(&entry.value).into_owned();
+        if entry.operation == kv::Operation::Put
+            && holder != cluster.me
+            && cluster.members.is_live(&holder)
+        {
+            return Ok(Err(holder));
+        }
+        // Free, ours from an earlier run, or held by a node that is down: take it over.
+        if let Ok(revision) = kv
+            .update(&key, cluster.me.clone().into(), entry.revision)
+            .await
+        {
+            return Ok(Ok(revision));
+        }
+    }
+    Err(ClusterError::jetstream(
+        "taking a lease",
+        "the lease kept changing under this node",
+    ))
+}
+
+/// Publishes queued frames, batched per node, in queue order.
+pub(super) async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {
+    const BATCH: usize = 512;
+    let mut queued = Vec::with_capacity(BATCH);
+    while outbox.recv_many(&mut queued, BATCH).await > 0 {
+        let mut batches: Vec<(String, Vec<Frame>)> = Vec::new();
+        for (node, frame) in queued.drain(..) {
+            match batches.iter_mut().find(|(n, _)| *n == node) {
+                Some((_, frames)) => frames.push(frame),
+                None => batches.push((node, vec![frame])),
+            }
+        }
+        for (node, frames) in batches {
+            let count = frames.len() as u64;
+            let payload = wire::encode(&frames);
+            match cluster
+                .client
+                .publish(cluster.names.to(&node), payload.into())
+                .await
+            {
+                Ok(()) => {
+                    cluster.sent.fetch_add(count, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    tracing::warn!(node, frames = count, error = %e, "frames for a node were not sent")
+                }
+            }
+        }
+    }
+}
+
+/// Handles the batches other nodes send this one, in arrival order.
+pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscriber) {
+    while let Some(message) = inbox.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        match wire::decode::<Vec<Frame>>(&message.payload) {
+            Ok(frames) => {
+                cluster
+                    .received
+                    .fetch_add(frames.len() as u64, Ordering::Relaxed);
+                for frame in frames {
+                    cluster.inbound(&kernel, frame);
+                }
+            }
+            Err(e) => {
+                cluster.malformed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "a batch from another node was dropped");
+            }
+        }
+    }
+}
+
+/// Hears the other nodes' heartbeats.
+pub(super) async fn hear(cluster: Arc<Cluster>, mut beats: async_nats::Subscriber) {
+    while let Some(message) = beats.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
+            cluster.malformed.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        if beat.node == cluster.me {
+            if beat.session != cluster.session && !beat.leaving {
+                tracing::error!(node = %cluster.me, "another live node has this node's name");
+            }
+            continue;
+        }
+        let node = beat.node.clone();
+        match cluster.members.heard(beat, Instant::now()) {
+            Change::None => {}
+            Change::Up => {
+                tracing::info!(node, "a node joined the cluster");
+                cluster.announce(&kernel, NODE_UP_KIND, &node);
+            }
+            Change::Down => cluster.node_down(&node, &kernel),
+            Change::Restarted => {
+                cluster.node_down(&node, &kernel);
+                cluster.announce(&kernel, NODE_UP_KIND, &node);
+            }
+        }
+    }
+}
+
+/// Beats this node's heart, and finds nodes that went silent.
+pub(super) async fn beat(cluster: Arc<Cluster>) {
+    let mut tick = tokio::time::interval(cluster.config.heartbeat);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        cluster.send_beat(false).await;
+        for node in cluster
+            .members
+            .expire(cluster.config.failure_timeout, Instant::now())
+        {
+            cluster.node_down(&node, &kernel);
+        }
+    }
+}
+
+/// Answers requests to this node: its tree.
+pub(super) async fn answer(cluster: Arc<Cluster>, mut requests: async_nats::Subscriber) {
+    while let Some(request) = requests.next().await {
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        let Some(reply) = request.reply else { continue };
+        let tree = wire::encode(&cluster.tree(&kernel));
+        let _ = cluster.client.publish(reply, tree.into()).await;
+    }
+}
+
+/// Follows changes of the claims.
+pub(super) async fn follow_claims(cluster: Arc<Cluster>, mut claims: kv::Watch) {
+    while let Some(Ok(entry)) = claims.next().await {
+        let Some(name) = routes::name(&entry.key) else {
+            continue;
+        };
+        let node = (entry.operation == kv::Operation::Put)
+            .then(|| String::from_utf8_lossy(&entry.value).into_owned());
+        cluster.routes.set(name, node);
+    }
+}
