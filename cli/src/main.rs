@@ -38,6 +38,22 @@ struct Cli {
     command: Command,
 }
 
+/// A node's name and cluster, for `mote run --cluster`.
+#[derive(clap::Args)]
+struct NodeArgs {
+    /// This node's name in the cluster (A-Z a-z 0-9 _ -), unique among live nodes.
+    #[arg(long)]
+    node: Option<String>,
+    /// The cluster's name: every subject and bucket is under it (default: the manifest's,
+    /// else `mote`).
+    #[arg(long)]
+    cluster_name: Option<String>,
+    /// The NATS token; default: the manifest's, else the MOTE_CLUSTER_TOKEN environment
+    /// variable.
+    #[arg(long)]
+    cluster_token: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Deploy the modules and actors of a TOML manifest and run until Ctrl-C or until every
@@ -66,6 +82,12 @@ enum Command {
         /// `http://127.0.0.1:4318/v1/traces` (the path is added if missing).
         #[arg(long, value_name = "ENDPOINT")]
         otlp: Option<String>,
+        /// Join a cluster on this NATS server, e.g. `nats://127.0.0.1:4222` (no value: the
+        /// manifest's [cluster] url); needs --node.
+        #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+        cluster: Option<String>,
+        #[command(flatten)]
+        node: NodeArgs,
     },
     /// Send a message to an actor of a running host.
     Send {
@@ -94,11 +116,21 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
-    /// Print the live actor tree of a running host, with modules and mailbox depths.
+    /// Print the live actor tree of a running host, with modules and mailbox depths; with
+    /// --cluster, of every live node of the cluster.
     Tree {
         /// The host's control socket.
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
+        /// Ask every node of the cluster on this NATS server instead.
+        #[arg(long, value_name = "URL")]
+        cluster: Option<String>,
+        /// The cluster's name.
+        #[arg(long, default_value = "mote")]
+        cluster_name: String,
+        /// The NATS token; default: the MOTE_CLUSTER_TOKEN environment variable.
+        #[arg(long)]
+        cluster_token: Option<String>,
     },
     /// Show the busiest actors of a running host, refreshed in the terminal (Ctrl-C ends).
     Top {
@@ -253,12 +285,22 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             http,
             http_token,
             otlp: _,
+            cluster,
+            node,
         } => {
             let http = http.map(|addr| run::Http {
                 addr,
                 token: http_token.or_else(|| std::env::var("MOTE_HTTP_TOKEN").ok()),
             });
-            run::run(&manifest, control, db, workers, http).await
+            let join = cluster.map(|url| run::Join {
+                url: Some(url).filter(|u| !u.is_empty()),
+                node: node.node,
+                name: node.cluster_name,
+                token: node
+                    .cluster_token
+                    .or_else(|| std::env::var("MOTE_CLUSTER_TOKEN").ok()),
+            });
+            run::run(&manifest, control, db, workers, http, join).await
         }
         Command::Demo { db, http, otlp: _ } => demo::demo(&db, http).await,
         Command::Replay {
@@ -325,7 +367,32 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Tree { control } => {
+        Command::Tree {
+            cluster: Some(url),
+            cluster_name,
+            cluster_token,
+            ..
+        } => {
+            let mut config = mote_host::ClusterConfig::new(url, "mote-cli");
+            config.name = cluster_name;
+            config.token = cluster_token.or_else(|| std::env::var("MOTE_CLUSTER_TOKEN").ok());
+            for (node, actors) in mote_host::cluster_tree(&config).await? {
+                for actor in actors {
+                    let depth = actor.path.matches('/').count().saturating_sub(1);
+                    println!(
+                        "{:indent$}{} #{} {} mailbox={} node={node}",
+                        "",
+                        actor.path,
+                        actor.incarnation,
+                        actor.module.as_deref().unwrap_or("-"),
+                        actor.mailbox_depth,
+                        indent = depth * 2
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Tree { control, .. } => {
             let response = control::request(&control, &control::Request::Tree).await?;
             for node in response.actors.unwrap_or_default() {
                 let depth = node.path.matches('/').count().saturating_sub(1);

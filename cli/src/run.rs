@@ -5,8 +5,45 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use mote_host::Manifest;
-use mote_host::{ActorSystem, EntityOptions, HostConfig};
+use mote_host::{ActorSystem, ClusterConfig, ClusterError, EntityOptions, HostConfig, Manifest};
+
+/// How `--cluster` joins: what the command line gave, over the manifest's `[cluster]`.
+pub(crate) struct Join {
+    /// The NATS URL (`None`: the manifest's).
+    pub(crate) url: Option<String>,
+    /// This node's name.
+    pub(crate) node: Option<String>,
+    /// The cluster's name.
+    pub(crate) name: Option<String>,
+    /// A NATS token.
+    pub(crate) token: Option<String>,
+}
+
+impl Join {
+    /// The cluster configuration from these arguments and the manifest.
+    fn config(self, manifest: &Manifest) -> anyhow::Result<ClusterConfig> {
+        let spec = manifest.cluster.clone().unwrap_or_default();
+        let url = self.url.or(spec.url).context(
+            "--cluster needs a NATS URL (`--cluster nats://127.0.0.1:4222`, or `url` in the manifest's [cluster])",
+        )?;
+        let node = self
+            .node
+            .context("--cluster needs this node's name: --node <name>")?;
+        let mut config = ClusterConfig::new(url, node);
+        if let Some(name) = self.name.or(spec.name) {
+            config.name = name;
+        }
+        config.token = self.token.or(spec.token);
+        config.credentials = spec.credentials;
+        if let Some(heartbeat) = spec.heartbeat {
+            config.heartbeat = heartbeat;
+        }
+        if let Some(timeout) = spec.failure_timeout {
+            config.failure_timeout = timeout;
+        }
+        Ok(config)
+    }
+}
 
 /// Where the dashboard listens, and its token.
 pub(crate) struct Http {
@@ -20,11 +57,13 @@ pub(crate) async fn run(
     db: Option<PathBuf>,
     workers: Option<usize>,
     http: Option<Http>,
+    join: Option<Join>,
 ) -> anyhow::Result<()> {
     if let Some(http) = &http {
         super::dashboard::check(http.addr, http.token.as_deref())?;
     }
     let manifest = Manifest::load(manifest)?;
+    let cluster = join.map(|j| j.config(&manifest)).transpose()?;
     let mut config = HostConfig::new();
     // `mote top`, the dashboard and the metrics show every actor's CPU time (about 3% of a
     // ping-pong message, measured with mote-bench --metrics).
@@ -57,7 +96,29 @@ pub(crate) async fn run(
             .with_context(|| format!("cannot register entity kind {}", entity.kind))?;
         tracing::info!(kind = %entity.kind, woken, "entity kind registered");
     }
+    if let Some(config) = cluster.clone() {
+        let (node, url) = (config.node.clone(), config.url.clone());
+        system
+            .join_cluster(config)
+            .await
+            .with_context(|| format!("node {node} cannot join the cluster at {url}"))?;
+    }
+    let me = system.node().map(str::to_owned);
     for actor in &manifest.actors {
+        if let (Some(node), Some(me)) = (&actor.node, &me)
+            && node != me
+        {
+            tracing::info!(path = %actor.path, node, "runs on another node");
+            continue;
+        }
+        match system.claim(actor.path.as_str()).await {
+            Ok(()) => {}
+            Err(ClusterError::Claimed { node, .. }) => {
+                tracing::info!(path = %actor.path, node, "runs on another node");
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot claim {}", actor.path)),
+        }
         if let Some(strategy) = &actor.supervision {
             system.set_top_level_strategy(actor.path.as_str(), strategy.clone());
         }
@@ -86,8 +147,15 @@ pub(crate) async fn run(
         }
         None => None,
     };
+    // A node of a cluster serves the cluster (entities, remote sends) with no actor of its own.
+    let all_stopped = async {
+        match me {
+            Some(_) => std::future::pending().await,
+            None => system.user_actors_stopped().await,
+        }
+    };
     tokio::select! {
-        _ = system.user_actors_stopped() => tracing::info!("all top-level actors stopped"),
+        _ = all_stopped => tracing::info!("all top-level actors stopped"),
         _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: shutting down"),
         _ = terminated() => tracing::info!("SIGTERM: shutting down"),
     }

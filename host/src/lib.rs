@@ -104,7 +104,7 @@ pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;
 pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 pub use deploy::checks::CONTRACT_VERSION;
-pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
+pub use deploy::manifest::{ActorSpec, ClusterSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
 pub use error::{

@@ -64,31 +64,37 @@ impl Leases {
         }
     }
 
-    /// The lease of `path` is this node's now: what waited for it.
+    /// The lease of `path` is this node's now: what waited for it, to deliver before anything
+    /// else. Call until it gives nothing: only then is the lease held, so that a message
+    /// arriving meanwhile waits behind those (arrival order is kept).
     pub(crate) fn taken(&self, path: &str, revision: u64) -> Vec<Parked> {
-        self.settle(path, Some(Lease::Held(revision)))
+        self.settle(path, Lease::Held(revision))
     }
 
-    /// The lease of `path` is `node`'s: what waited, to forward there.
+    /// The lease of `path` is `node`'s: what waited, to forward there. Call until it gives
+    /// nothing, as [`Leases::taken`].
     pub(crate) fn elsewhere(&self, path: &str, node: &str) -> Vec<Parked> {
-        self.settle(path, Some(Lease::Elsewhere(node.to_owned())))
+        self.settle(path, Lease::Elsewhere(node.to_owned()))
     }
 
     /// Taking the lease of `path` failed: what waited, to dead-letter.
     pub(crate) fn failed(&self, path: &str) -> Vec<Parked> {
-        self.settle(path, None)
-    }
-
-    fn settle(&self, path: &str, next: Option<Lease>) -> Vec<Parked> {
-        let mut leases = self.lock();
-        let parked = match leases.remove(path) {
+        match self.lock().remove(path) {
             Some(Lease::Taking(parked)) => parked,
             _ => Vec::new(),
-        };
-        if let Some(next) = next {
-            leases.insert(path.to_owned(), next);
         }
-        parked
+    }
+
+    /// What still waits for the lease of `path`, or, if nothing does, the lease's new state.
+    fn settle(&self, path: &str, next: Lease) -> Vec<Parked> {
+        let mut leases = self.lock();
+        match leases.get_mut(path) {
+            Some(Lease::Taking(parked)) if !parked.is_empty() => std::mem::take(parked),
+            _ => {
+                leases.insert(path.to_owned(), next);
+                Vec::new()
+            }
+        }
     }
 
     /// Gives up the held lease of `path`; its revision, to delete the key at.
@@ -148,8 +154,15 @@ mod tests {
         let parked = leases.taken("/user/c/1", 7);
         let bodies: Vec<u8> = parked.iter().map(|(_, e)| e.body[0]).collect();
         assert_eq!(bodies, [1, 2]);
+        // Arriving while those are delivered: it waits behind them, not ahead.
         assert!(matches!(
             leases.admit("/user/c/1", None, msg(3)),
+            Admit::Parked(false)
+        ));
+        assert_eq!(leases.taken("/user/c/1", 7).len(), 1);
+        assert!(leases.taken("/user/c/1", 7).is_empty(), "now it is held");
+        assert!(matches!(
+            leases.admit("/user/c/1", None, msg(4)),
             Admit::Here(_)
         ));
         assert_eq!(leases.held(), vec![("/user/c/1".to_owned(), 7)]);
@@ -165,6 +178,8 @@ mod tests {
             Admit::Parked(true)
         ));
         assert_eq!(leases.elsewhere("/user/c/2", "b").len(), 1);
+        assert!(leases.elsewhere("/user/c/2", "b").is_empty());
+        assert!(leases.elsewhere("/user/c/2", "b").is_empty());
         assert!(
             matches!(leases.admit("/user/c/2", None, msg(2)), Admit::Forward(n, _) if n == "b")
         );

@@ -10,7 +10,7 @@
 //! - Placement by rendezvous hashing depends only on the set of live names, so every node with
 //!   the same view places an entity on the same node.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ struct Member {
     last: Instant,
     topics: HashMap<String, u32>,
     groups: HashMap<String, (u32, u64)>,
+    entities: HashSet<String>,
 }
 
 /// The live nodes other than this one.
@@ -73,6 +74,7 @@ impl Members {
                 .into_iter()
                 .map(|(name, count, shortest)| (name, (count, shortest)))
                 .collect(),
+            entities: beat.entities.into_iter().collect(),
         };
         match live.insert(beat.node, member) {
             None => Change::Up,
@@ -135,17 +137,24 @@ impl Members {
         }
     }
 
-    /// The node among `me` and the live members where the entity `path` lives.
-    pub(crate) fn place(&self, path: &str, me: &str) -> String {
+    /// Whether a live node hosts the entity kind `kind`.
+    pub(crate) fn hosts(&self, kind: &str) -> bool {
+        self.read().values().any(|m| m.entities.contains(kind))
+    }
+
+    /// The node where the entity `path` of `kind` lives: the highest rendezvous score among
+    /// the live nodes that host the kind, and `me` if it does (`me_hosts`).
+    pub(crate) fn place(&self, path: &str, kind: &str, me: &str, me_hosts: bool) -> Option<String> {
         let live = self.read();
-        let mut best = (score(me, path), me);
-        for node in live.keys() {
-            let s = score(node, path);
-            if (s, node.as_str()) > best {
-                best = (s, node.as_str());
-            }
-        }
-        best.1.to_owned()
+        let hosts = live
+            .iter()
+            .filter(|(_, m)| m.entities.contains(kind))
+            .map(|(node, _)| node.as_str())
+            .chain(me_hosts.then_some(me));
+        hosts
+            .map(|node| (score(node, path), node))
+            .max()
+            .map(|(_, node)| node.to_owned())
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Member>> {

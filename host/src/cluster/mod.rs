@@ -50,6 +50,7 @@ use self::watches::Watches;
 use self::wire::{Frame, Heartbeat};
 use crate::address::Address;
 use crate::caps::Caps;
+use crate::caps::persistence::entities;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::remote::Remote;
 use crate::kernel::{Kernel, TERMINATED_KIND, Undelivered};
@@ -367,6 +368,7 @@ impl Cluster {
             leaving,
             topics: interest.topics,
             groups: interest.groups,
+            entities: self.caps.persistence.entities.kinds(),
         };
         if let Err(e) = self
             .client
@@ -420,11 +422,21 @@ impl Cluster {
         if let Some((node, _)) = wire::split_qualified(path) {
             return (node != self.me).then(|| node.to_owned());
         }
-        if self.caps.persistence.entities.is_entity(path) {
-            let node = self.members.place(path, &self.me);
+        if let Some(node) = self.placement(path) {
             return (node != self.me).then_some(node);
         }
         self.routes.owner(path).filter(|node| *node != self.me)
+    }
+
+    /// The node where the entity at `path` lives by rendezvous hashing over the live nodes
+    /// that host its kind; `None` if `path` names no entity of a kind hosted anywhere.
+    fn placement(&self, path: &str) -> Option<String> {
+        let (kind, _) = entities::split(path)?;
+        let here = self.caps.persistence.entities.kind_of(path).is_some();
+        if !here && !self.members.hosts(kind) {
+            return None;
+        }
+        self.members.place(path, kind, &self.me, here)
     }
 
     /// A message for an entity whose activation this node is to hold (placed here, or sent
@@ -587,8 +599,7 @@ impl Remote for Cluster {
         if !path.starts_with("/user/") {
             return Err(envelope);
         }
-        if self.caps.persistence.entities.is_entity(path) {
-            let node = self.members.place(path, &self.me);
+        if let Some(node) = self.placement(path) {
             if node != self.me {
                 return Ok(self.forward(kernel, &node, path, incarnation, envelope));
             }

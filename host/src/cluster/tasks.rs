@@ -27,20 +27,28 @@ pub(super) async fn take_lease(cluster: Arc<Cluster>, path: String) {
     };
     let outcome = lease_outcome(&cluster, &path).await;
     match outcome {
-        Ok(Ok(revision)) => {
-            for (incarnation, envelope) in cluster.leases.taken(&path, revision) {
+        Ok(Ok(revision)) => loop {
+            let parked = cluster.leases.taken(&path, revision);
+            if parked.is_empty() {
+                break;
+            }
+            for (incarnation, envelope) in parked {
                 if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
                     kernel.dead_letter(u.envelope, u.target, u.reason);
                 }
             }
-        }
-        Ok(Err(holder)) => {
-            for (incarnation, envelope) in cluster.leases.elsewhere(&path, &holder) {
+        },
+        Ok(Err(holder)) => loop {
+            let parked = cluster.leases.elsewhere(&path, &holder);
+            if parked.is_empty() {
+                break;
+            }
+            for (incarnation, envelope) in parked {
                 if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
                     kernel.dead_letter(u.envelope, u.target, u.reason);
                 }
             }
-        }
+        },
         Err(e) => {
             tracing::warn!(path, error = %e, "an entity lease could not be taken");
             for (_, envelope) in cluster.leases.failed(&path) {

@@ -67,6 +67,8 @@ pub(crate) struct Heartbeat {
     pub(crate) topics: Vec<(String, u32)>,
     /// Groups with members on the node: how many, and the shortest mailbox among them.
     pub(crate) groups: Vec<(String, u32, u64)>,
+    /// The entity kinds the node hosts.
+    pub(crate) entities: Vec<String>,
 }
 
 /// Why bytes from another node were not understood.

@@ -80,6 +80,8 @@ pub struct Manifest {
     pub entities: Vec<EntitySpec>,
     /// Every actor's bounds, if the manifest sets any (the rest keep their defaults).
     pub quotas: Option<Quotas>,
+    /// How to reach the cluster, if the manifest says.
+    pub cluster: Option<ClusterSpec>,
     /// Modules trusted to adopt the ids they name of a schema-1 database
     /// ([`HostConfig::legacy_owner`](crate::HostConfig::legacy_owner)).
     pub legacy_owners: Vec<String>,
@@ -122,6 +124,26 @@ pub struct ActorSpec {
     pub limits: SpawnOptions,
     /// Its own restart strategy, if it has one.
     pub supervision: Option<Strategy>,
+    /// The node of a cluster that runs it (`None`: whichever node claims it first).
+    pub node: Option<String>,
+}
+
+/// The `[cluster]` section: how `mote run --cluster` reaches the cluster, unless the command
+/// line says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterSpec {
+    /// The NATS server, such as `nats://127.0.0.1:4222`.
+    pub url: Option<String>,
+    /// The cluster's name (every subject and bucket is under it).
+    pub name: Option<String>,
+    /// A NATS token.
+    pub token: Option<String>,
+    /// A NATS credentials file (resolved against the manifest's folder).
+    pub credentials: Option<PathBuf>,
+    /// How often a node beats.
+    pub heartbeat: Option<std::time::Duration>,
+    /// Silence after which a node is down.
+    pub failure_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +157,18 @@ struct RawManifest {
     #[serde(default)]
     entity: Vec<RawEntity>,
     quotas: Option<RawQuotas>,
+    cluster: Option<RawCluster>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    url: Option<String>,
+    name: Option<String>,
+    token: Option<String>,
+    credentials: Option<PathBuf>,
+    heartbeat_ms: Option<u64>,
+    failure_timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -234,6 +268,7 @@ struct RawActor {
     memory_limit: Option<usize>,
     cpu_deadline_ms: Option<u64>,
     supervision: Option<RawSupervision>,
+    node: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +387,16 @@ impl Manifest {
                     quotas: None,
                 },
                 supervision,
+                node: match a.node {
+                    Some(node) if node_name(&node) => Some(node),
+                    Some(node) => {
+                        return Err(invalid(format!(
+                            "actor {}: node {node:?} is not a node name (1-64 of A-Z a-z 0-9 _ -)",
+                            a.path
+                        )));
+                    }
+                    None => None,
+                },
             });
         }
         let mut kinds = HashSet::new();
@@ -395,8 +440,24 @@ impl Manifest {
             storage: raw.storage.and_then(|s| s.path).map(|p| base.join(p)),
             entities,
             quotas: raw.quotas.map(RawQuotas::apply),
+            cluster: raw.cluster.map(|c| ClusterSpec {
+                url: c.url,
+                name: c.name,
+                token: c.token,
+                credentials: c.credentials.map(|p| base.join(p)),
+                heartbeat: c.heartbeat_ms.map(std::time::Duration::from_millis),
+                failure_timeout: c.failure_timeout_ms.map(std::time::Duration::from_millis),
+            }),
         })
     }
+}
+
+/// Whether `name` can name a node of a cluster.
+fn node_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A top-level actor's own strategy from `[actor.supervision]`, over the defaults.

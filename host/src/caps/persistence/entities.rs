@@ -50,7 +50,7 @@ pub(crate) struct Entities {
 }
 
 /// The kind and id of an entity path `/user/<kind>/<id>`.
-fn split(path: &str) -> Option<(&str, &str)> {
+pub(crate) fn split(path: &str) -> Option<(&str, &str)> {
     let rest = path.strip_prefix("/user/")?;
     let (kind, id) = rest.split_once('/')?;
     (!id.is_empty() && !id.contains('/')).then_some((kind, id))
@@ -83,6 +83,19 @@ impl Entities {
     /// Whether `path` names an entity of a registered kind.
     pub(crate) fn is_entity(&self, path: &str) -> bool {
         self.kind_of(path).is_some()
+    }
+
+    /// The registered kinds.
+    pub(crate) fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        kinds.sort();
+        kinds
     }
 
     /// The registered kind of the entity at `path`, if it names one.

@@ -1,0 +1,356 @@
+//! Three `mote run --cluster` processes and a real nats-server (token auth) on loopback: one
+//! address space across the processes, order under load, death watch and entities across
+//! nodes, a node killed with SIGKILL, a node rejoining under its name, a duplicate name
+//! refused and a clean leave. The test itself joins as a fourth node, `t`, with probes that the
+//! processes' actors report to (`/system/nodes/t/system/<probe>`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mote_example_protocol::{Counter, Entity, EntityValue, Watch};
+use mote_host::{
+    ActorSystem, CLUSTER_TOPIC, ClusterConfig, DeadLetterReason, HostConfig, NODE_DOWN_KIND,
+    NODE_UP_KIND, Probe, RemoteActor,
+};
+use mote_tests::nats::NatsServer;
+use mote_tests::{DEADLINE, ask_as, next, report_labelled, tell};
+
+const TOKEN: &str = "s3cret-cluster-token";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mote-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn example(name: &str) -> PathBuf {
+    mote_test_programs::path(name).expect("example actors are built")
+}
+
+/// A `mote run` process, killed when dropped.
+struct Node {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mote run` of node `node`, with its database and control socket named `file`.
+fn mote_run(dir: &Path, nats: &NatsServer, node: &str, file: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mote"));
+    command
+        .current_dir(dir)
+        .args(["run", "app.toml", "--cluster", &nats.url, "--node", node])
+        .args([
+            "--db",
+            &format!("{file}.redb"),
+            "--control",
+            &format!("{file}.sock"),
+        ])
+        .env("MOTE_CLUSTER_TOKEN", TOKEN)
+        .env("RUST_LOG", "info,mote_host::cluster=debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("{file}.log"))).expect("a log file"));
+    command
+}
+
+/// Starts node `node` and waits until its control socket answers.
+fn start(dir: &Path, nats: &NatsServer, node: &str) -> Node {
+    let mut child = mote_run(dir, nats, node, node)
+        .spawn()
+        .expect("start mote run");
+    let socket = dir.join(format!("{node}.sock"));
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let answered = Command::new(env!("CARGO_BIN_EXE_mote"))
+            .args(["tree", "--control"])
+            .arg(&socket)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if answered {
+            return Node { child, socket };
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(dir.join(format!("{node}.log"))).unwrap_or_default();
+            panic!("node {node} exited ({status}): {log}");
+        }
+        assert!(Instant::now() < deadline, "node {node} did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn config(nats: &NatsServer, node: &str) -> ClusterConfig {
+    let mut config = ClusterConfig::new(nats.url.clone(), node);
+    config.token = Some(TOKEN.to_owned());
+    config.heartbeat = Duration::from_millis(200);
+    config.failure_timeout = Duration::from_millis(1000);
+    config
+}
+
+/// Every live node's actors, as `mote tree --cluster` reads them.
+async fn cluster_tree(nats: &NatsServer) -> Vec<(String, Vec<RemoteActor>)> {
+    mote_host::cluster_tree(&config(nats, "t"))
+        .await
+        .expect("the cluster's tree")
+}
+
+/// The node and incarnation of the actor at `path`.
+async fn find(nats: &NatsServer, path: &str) -> (String, u64) {
+    for (node, actors) in cluster_tree(nats).await {
+        if let Some(a) = actors.iter().find(|a| a.path == path) {
+            return (node, a.incarnation);
+        }
+    }
+    panic!("{path} lives on no node");
+}
+
+async fn next_kind(events: &mut Probe, kind: &str) -> String {
+    loop {
+        let event = next(events).await;
+        if event.kind == kind {
+            return String::from_utf8(event.body).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_share_one_address_space_and_survive_a_killed_node() {
+    let nats = NatsServer::start(&["--auth", TOKEN]);
+    let dir = scratch("cluster");
+    let manifest = format!(
+        r#"[cluster]
+heartbeat_ms = 200
+failure_timeout_ms = 1000
+
+[[module]]
+name = "counter"
+path = {counter:?}
+
+[[module]]
+name = "watcher"
+path = {watcher:?}
+
+[[module]]
+name = "entity"
+path = {entity:?}
+
+[[module]]
+name = "sequence"
+path = {sequence:?}
+
+[[entity]]
+kind = "carts"
+module = "entity"
+
+[[actor]]
+path = "/user/count"
+module = "counter"
+node = "b"
+
+[[actor]]
+path = "/user/victim"
+module = "counter"
+node = "b"
+
+[[actor]]
+path = "/user/watcher"
+module = "watcher"
+init = "/system/nodes/t/system/watch"
+node = "a"
+
+[[actor]]
+path = "/user/check"
+module = "sequence"
+init = "check /system/nodes/t/system/order 1 50000"
+node = "c"
+mailbox_capacity = 100000
+
+[[actor]]
+path = "/user/send"
+module = "sequence"
+init = "send /user/check 0 50000"
+node = "a"
+"#,
+        counter = example("counter"),
+        watcher = example("watcher"),
+        entity = example("entity"),
+        sequence = example("sequence"),
+    );
+    std::fs::write(dir.join("app.toml"), manifest).unwrap();
+
+    // Without the token the server refuses: cluster traffic is authenticated.
+    let mut anonymous = config(&nats, "t");
+    anonymous.token = None;
+    let refused = ActorSystem::new(HostConfig::new())
+        .unwrap()
+        .join_cluster(anonymous)
+        .await;
+    assert!(
+        matches!(refused, Err(mote_host::ClusterError::Connect { .. })),
+        "{refused:?}"
+    );
+
+    // The test is node t, with probes the processes' actors report to.
+    let mut t_config = HostConfig::new();
+    t_config.module_cache(mote_tests::module_cache());
+    // t hosts no entity kind: carts are placed on a, b and c only.
+    let t = ActorSystem::new(t_config).unwrap();
+    t.join_cluster(config(&nats, "t")).await.expect("t joins");
+    let mut watch = t.probe("watch").unwrap();
+    let mut order = t.probe("order").unwrap();
+    let mut events = t.subscribe(CLUSTER_TOPIC).unwrap();
+    let mut letters = t.subscribe_dead_letters();
+
+    let c = start(&dir, &nats, "c");
+    let mut b = start(&dir, &nats, "b");
+    let a = start(&dir, &nats, "a");
+    mote_tests::wait_until(|| t.cluster_nodes() == ["a", "b", "c", "t"]).await;
+
+    // 50,000 messages from a to c, in order.
+    assert_eq!(report_labelled(&mut order, "in_order").await.value, 50000);
+    assert_eq!(report_labelled(&mut order, "out_of_order").await.value, 0);
+
+    // mote tree --cluster lists every node's actors with the node's name.
+    let out = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args(["tree", "--cluster", &nats.url, "--cluster-token", TOKEN])
+        .output()
+        .unwrap();
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in ["/user/count", "/user/victim"] {
+        assert!(
+            tree.lines()
+                .any(|l| l.contains(line) && l.ends_with("node=b")),
+            "{tree}"
+        );
+    }
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("/user/watcher") && l.ends_with("node=a")),
+        "{tree}"
+    );
+
+    // Tell and ask across processes: from node a's control socket to the counter on b.
+    tell(&t, "/user/count", &Counter::Add(3));
+    let value: Counter = ask_as(&t, "/user/count", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(3));
+    let asked = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args(["ask", "/user/count", <Counter as mote_guest::Message>::KIND])
+        .args(["--hex", "01", "--control"])
+        .arg(&a.socket)
+        .output()
+        .unwrap();
+    assert!(
+        asked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&asked.stderr)
+    );
+
+    // The watcher on a watches the victim on b; entities spread over a, b and c.
+    let (node, victim) = find(&nats, "/user/victim").await;
+    assert_eq!(node, "b");
+    tell(
+        &t,
+        "/user/watcher",
+        &Watch::Watch {
+            path: "/user/victim".into(),
+            incarnation: victim,
+        },
+    );
+    let carts: Vec<String> = (0..16).map(|i| format!("/user/carts/{i}")).collect();
+    for cart in &carts {
+        tell(&t, cart, &Entity::Add(1));
+        let value: EntityValue = ask_as(&t, cart, &Entity::Get).await;
+        assert_eq!((value.total, value.activations), (1, 1), "{cart}");
+    }
+    let mut on_b = Vec::new();
+    for (node, actors) in cluster_tree(&nats).await {
+        for actor in actors.iter().filter(|a| a.path.starts_with("/user/carts/")) {
+            if node == "b" {
+                on_b.push(actor.path.clone());
+            }
+        }
+    }
+    assert!(!on_b.is_empty(), "some carts live on b");
+
+    // kill -9 b: the watcher hears once, the others hear b down, b's carts re-home.
+    let killed = Instant::now();
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    assert_eq!(next_kind(&mut events, NODE_DOWN_KIND).await, "b");
+    let told = report_labelled(&mut watch, "terminated").await;
+    assert_eq!(told.value, victim);
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "detected within seconds"
+    );
+    for cart in &on_b {
+        let value: EntityValue = ask_as(&t, cart, &Entity::Get).await;
+        assert_eq!(
+            value.activations, 1,
+            "{cart} activated again on a live node"
+        );
+        let (node, _) = find(&nats, cart).await;
+        assert!(node == "a" || node == "c", "{cart} on {node}");
+    }
+    // A send to b's path is a dead letter that says why.
+    t.tell("/user/count", "k", Vec::new()).unwrap();
+    let letter = loop {
+        let letter = tokio::time::timeout(DEADLINE, letters.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if letter.target == "/user/count" {
+            break letter;
+        }
+    };
+    assert_eq!(letter.reason, DeadLetterReason::NodeDown);
+    assert!(
+        watch
+            .recv_timeout(Duration::from_millis(1500))
+            .await
+            .is_none(),
+        "exactly one terminated"
+    );
+
+    // b rejoins under its name and takes its actors back.
+    let _b = start(&dir, &nats, "b");
+    assert_eq!(next_kind(&mut events, NODE_UP_KIND).await, "b");
+    let value: Counter = ask_as(&t, "/user/count", &Counter::Get).await;
+    assert_eq!(
+        value,
+        Counter::Value(0),
+        "a fresh counter on the rejoined b"
+    );
+
+    // A second node named c is refused while c lives.
+    let duplicate = mote_run(&dir, &nats, "c", "c2").status().unwrap();
+    assert!(!duplicate.success());
+    let err = std::fs::read_to_string(dir.join("c2.log")).unwrap();
+    assert!(err.contains("the node name `c` is taken"), "{err}");
+
+    // c leaves cleanly on SIGTERM: the others hear it at once, not after the timeout.
+    let mut c = c;
+    let left = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &c.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(next_kind(&mut events, NODE_DOWN_KIND).await, "c");
+    assert!(left.elapsed() < Duration::from_secs(5));
+    assert!(c.child.wait().unwrap().success(), "c exits cleanly");
+    drop(a);
+    t.shutdown().await.ok();
+    let _ = std::fs::remove_dir_all(&dir);
+}
