@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use mote_example_protocol::{Counter, Crash, Entity, EntityValue, Report, Seq, Watch};
+use mote_example_protocol::{Counter, Crash, Entity, EntityValue, Relay, Report, Seq, Watch};
 use mote_host::{
     ActorSystem, CLUSTER_TOPIC, ClusterConfig, ClusterError, DeadLetterReason, EntityOptions,
     NODE_DOWN_KIND, NODE_UP_KIND,
@@ -332,5 +332,73 @@ async fn a_taken_node_name_is_refused_and_a_bad_one_too() {
         again.join_cluster(unreachable).await,
         Err(ClusterError::Connect { .. })
     ));
+    a.shutdown().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_supervises_and_stops_children_it_spawned_on_another_node() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &["supervisor", "crasher"]).await;
+    let b = node(&nats, "b", &["crasher"]).await;
+    all_see(&[&a, &b], 2).await;
+    let mut probe = a.probe("sup").expect("probe");
+    let report_to = probe_path("a", "sup");
+
+    // Two crasher children of a supervisor on a, spawned on b: restart on failure.
+    let init = format!("one restart 5 10000 2 crasher {report_to} 0 0 b");
+    a.spawn("sup", "supervisor", init.as_bytes())
+        .expect("supervisor");
+    wait_until(|| b.lookup("/user/sup/c0").is_some() && b.lookup("/user/sup/c1").is_some()).await;
+    let on_b = b.lookup("/user/sup/c0").expect("c0 on b");
+    let here = a.lookup("/user/sup/c0").expect("its stand-in on a");
+    assert_eq!(on_b, here, "one address on both nodes");
+
+    // Messages reach the children through the parent's node, and their replies come back.
+    tell(&a, "/user/sup", &Relay::Broadcast(5));
+    for _ in 0..2 {
+        assert_eq!(report_labelled(&mut probe, "echo").await.value, 5);
+    }
+
+    // A child on b fails: the parent on a decides (restart), and the child restarts on b.
+    tell(&a, "/user/sup/c0", &Crash::Panic);
+    let failure = report_labelled(&mut probe, "kind:trap").await;
+    assert_eq!(failure.from, "/user/sup/c0");
+    let restarted = report_labelled(&mut probe, "restarted").await;
+    assert_eq!(restarted.from, "/user/sup/c0");
+    assert_eq!(
+        b.lookup("/user/sup/c0"),
+        Some(on_b.clone()),
+        "same incarnation"
+    );
+
+    // The parent stops: its children on b stop first, and it hears each terminate.
+    let sup = a.lookup("/user/sup").expect("sup");
+    assert!(a.stop("/user/sup"));
+    mote_tests::terminated(&a, &sup).await;
+    wait_until(|| b.lookup("/user/sup/c0").is_none() && b.lookup("/user/sup/c1").is_none()).await;
+    assert!(
+        a.lookup("/user/sup/c0").is_none(),
+        "the stand-ins are gone too"
+    );
+
+    // Children on a node that leaves count as terminated: the parent hears it once each.
+    let init = format!("one restart 5 10000 2 crasher {report_to} 0 0 b");
+    a.spawn("sup2", "supervisor", init.as_bytes())
+        .expect("supervisor");
+    wait_until(|| b.lookup("/user/sup2/c1").is_some()).await;
+    while probe
+        .recv_timeout(Duration::from_millis(100))
+        .await
+        .is_some()
+    {}
+    b.shutdown().await.expect("b leaves");
+    let mut ended = Vec::new();
+    while ended.len() < 2 {
+        let report = report_labelled(&mut probe, "terminated").await;
+        ended.push(report.from);
+    }
+    ended.sort();
+    assert_eq!(ended, ["/user/sup2/c0", "/user/sup2/c1"]);
+    wait_until(|| a.lookup("/user/sup2/c0").is_none()).await;
     a.shutdown().await.ok();
 }

@@ -123,6 +123,21 @@ impl Context {
             .map_err(|e| Error::spawn(name, module, e))
     }
 
+    /// Spawns a child like [`Context::spawn_with`] on the node `node` of the host's cluster:
+    /// its path is under this actor's and this actor supervises it across the network.
+    /// Refused (`instantiation`) when no live node has that name.
+    pub fn spawn_on(
+        &self,
+        node: &str,
+        name: &str,
+        module: &str,
+        init: &[u8],
+        options: &SpawnOptions,
+    ) -> Result<Address> {
+        supervision::spawn_on(node, name, module, init, *options)
+            .map_err(|e| Error::spawn(name, module, e))
+    }
+
     /// Watches an incarnation: one `mote.terminated` message reaches
     /// [`Actor::terminated`](crate::Actor::terminated) when it stops (at once if it has).
     /// Refused past this actor's quota of watches.

@@ -258,6 +258,9 @@ pub enum SpawnError {
     /// The system is shutting down.
     #[error("the actor system is shutting down")]
     ShuttingDown,
+    /// No live node of the cluster has this name (or this host is in no cluster).
+    #[error("no live node named {0:?} in the cluster")]
+    UnknownNode(String),
 }
 
 /// A message could not be sent.

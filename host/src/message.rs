@@ -68,7 +68,7 @@ pub(crate) enum Receipt {
 }
 
 /// Why an actor stopped; handed to its `stopping` hook.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopReason {
     /// Stopped by itself, its parent, the API or a poison pill.
     Normal,

@@ -2,10 +2,11 @@
 //! and death-watch tests.
 //!
 //! Init: `<scope> <directive> <max-restarts> <within-ms> <children> <child-module> <R>
-//! [backoff-min-ms] [backoff-max-ms]`, scope `one|all`, directive
+//! [backoff-min-ms] [backoff-max-ms] [node]`, scope `one|all`, directive
 //! `resume|restart|stop|escalate|by-error`. At start it sets its strategy (`one` is one-for-one,
 //! `all` all-for-one; `by-error` uses `restart` as the strategy's directive; backoff 0 ms unless
-//! given), spawns `c0`..`c{n-1}` from `<child-module>` with init `<R>` and watches each.
+//! given), spawns `c0`..`c{n-1}` from `<child-module>` with init `<R>` (on the cluster node
+//! `node` if given: `spawn-on`) and watches each.
 //!
 //! - `supervise`: reports each failure to `R` as `kind:<failure kind>` = 0, `from` the child's
 //!   path; in `by-error` mode the child's error text picks the directive, the first of
@@ -18,7 +19,8 @@
 
 use mote_example_protocol::{Crash, Relay, Report, init_arg, init_opt, init_words};
 use mote_guest::{
-    Actor, Address, Context, Directive, Envelope, Error, Failure, Result, Scope, Strategy,
+    Actor, Address, Context, Directive, Envelope, Error, Failure, Result, Scope, SpawnOptions,
+    Strategy,
 };
 
 /// How `supervise` answers.
@@ -107,13 +109,19 @@ impl Actor for Supervisor {
         let report_to: String = init_arg(&words, 6, "report-path")?;
         let backoff_min: Option<u64> = init_opt(&words, 7, "backoff-min-ms")?;
         let backoff_max: Option<u64> = init_opt(&words, 8, "backoff-max-ms")?;
+        let node: Option<String> = init_opt(&words, 9, "node")?;
         let strategy = Strategy::new(scope, directive)
             .restarts(max_restarts, within_ms)
             .backoff(backoff_min.unwrap_or(0), backoff_max.unwrap_or(0));
         ctx.set_strategy(&strategy);
         let mut children = Vec::with_capacity(count as usize);
         for i in 0..count {
-            let child = ctx.spawn(&format!("c{i}"), &module, report_to.as_bytes())?;
+            let name = format!("c{i}");
+            let init = report_to.as_bytes();
+            let child = match &node {
+                Some(node) => ctx.spawn_on(node, &name, &module, init, &SpawnOptions::default())?,
+                None => ctx.spawn(&name, &module, init)?,
+            };
             ctx.watch(&child)?;
             children.push(child);
         }

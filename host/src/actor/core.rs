@@ -243,6 +243,32 @@ impl ActorCore {
         init: Vec<u8>,
         limits: Limits,
     ) -> Result<Address, ChildRefused> {
+        self.spawn_child_on(None, name, module, init, limits)
+    }
+
+    /// Spawns a child on the cluster's node `node` (`None`, or this node's name: here). A
+    /// child elsewhere has a stand-in here at its path, and is supervised by this actor
+    /// across the network.
+    pub(crate) fn spawn_child_on(
+        &mut self,
+        node: Option<&str>,
+        name: &str,
+        module: String,
+        init: Vec<u8>,
+        limits: Limits,
+    ) -> Result<Address, ChildRefused> {
+        let remote = match node {
+            None => None,
+            Some(node) => match self.kernel.remote() {
+                Some(remote) if remote.node() == node => None,
+                Some(remote) => Some((remote.clone(), node)),
+                None => {
+                    return Err(ChildRefused::Spawn(SpawnError::UnknownNode(
+                        node.to_owned(),
+                    )));
+                }
+            },
+        };
         if self.stopping {
             return Err(ChildRefused::Stopping);
         }
@@ -269,18 +295,25 @@ impl ActorCore {
         let Some(reservation) = self.lineage.reserve(limits.quotas.descendants) else {
             return Err(ChildRefused::Quota(self.refuse(Quota::Descendants)));
         };
-        let spawned = self
-            .kernel
-            .spawn(SpawnRequest {
-                path,
-                module,
-                init,
-                parent: Some(self.me.clone()),
-                limits,
-                passivate_after: None,
-                reservation: Some(reservation),
-            })
-            .map_err(ChildRefused::Spawn)?;
+        let request = SpawnRequest {
+            path,
+            module,
+            init,
+            parent: Some(self.me.clone()),
+            limits,
+            passivate_after: None,
+            reservation: Some(reservation),
+            incarnation: None,
+        };
+        if let Some((remote, node)) = remote {
+            let stand_in = remote
+                .spawn_on(&self.kernel, node, request)
+                .map_err(ChildRefused::Spawn)?;
+            let address = stand_in.address.clone();
+            self.children.insert(name.to_owned(), stand_in);
+            return Ok(address);
+        }
+        let spawned = self.kernel.spawn(request).map_err(ChildRefused::Spawn)?;
         let address = spawned.actor.address.clone();
         self.children.insert(name.to_owned(), spawned.actor);
         self.step.start(spawned.task);

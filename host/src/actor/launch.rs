@@ -52,6 +52,7 @@ impl Extensions for Launcher {
             limits,
             passivate_after,
             reservation,
+            incarnation,
         } = request;
         let module = self
             .modules
@@ -62,7 +63,7 @@ impl Extensions for Launcher {
             messages: limits.mailbox_capacity,
             bytes: limits.mailbox_bytes,
         };
-        let (actor, mailbox) = kernel.claim(path, Some(labels), capacity)?;
+        let (actor, mailbox) = kernel.claim(path, Some(labels), capacity, incarnation)?;
         tracing::debug!(actor = %actor.address, module = %module.name, "spawned");
         let task = CellSpec {
             kernel: kernel.clone(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 /// How an actor failed: what its supervisor (and `subscribe_supervision`) is told beside the
 /// text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FailureKind {
     /// The guest trapped (a panic, `unreachable`, a bad memory access...).
     Trap,
@@ -57,7 +57,7 @@ impl std::fmt::Display for FailureKind {
 }
 
 /// What a supervisor decides about a failed child.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Directive {
     /// Drop the failed message, keep the state (a trapped instance is restarted instead).
     Resume,

@@ -18,7 +18,7 @@ use crate::actor::supervisor::{Scope, Strategy};
 use crate::address::{ActorPath, Address};
 use crate::error::HostError;
 use crate::kernel::TERMINATED_KIND;
-use crate::kernel::spawn::SpawnOptions;
+use crate::kernel::spawn::{Limits, SpawnOptions};
 use crate::message::Envelope;
 use crate::quota::{Quota, Quotas};
 use crate::sandbox::bindings::mote::actor::supervision;
@@ -77,6 +77,25 @@ impl Capability for Supervision {
     }
 }
 
+/// The limits of a child spawned with `options` by `parent`.
+fn child_limits(parent: &ActorCore, options: WitSpawnOptions) -> Limits {
+    let options = SpawnOptions {
+        mailbox_capacity: options.mailbox_capacity.map(|n| n as usize),
+        memory_limit: options
+            .memory_limit
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        cpu_deadline: options.cpu_deadline_ms.map(Duration::from_millis),
+        mailbox_bytes: options
+            .mailbox_bytes
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        quotas: options.descendants.map(|n| Quotas {
+            descendants: n as usize,
+            ..parent.limits.quotas
+        }),
+    };
+    parent.limits.child(&options)
+}
+
 impl supervision::Host for Call<'_, Supervision> {
     fn set_strategy(&mut self, strategy: WitStrategy) {
         self.actor.supervisor.strategy = Strategy {
@@ -101,24 +120,28 @@ impl supervision::Host for Call<'_, Supervision> {
         init: Vec<u8>,
         options: WitSpawnOptions,
     ) -> Result<WitAddress, WitSpawnError> {
-        let options = SpawnOptions {
-            mailbox_capacity: options.mailbox_capacity.map(|n| n as usize),
-            memory_limit: options
-                .memory_limit
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            cpu_deadline: options.cpu_deadline_ms.map(Duration::from_millis),
-            mailbox_bytes: options
-                .mailbox_bytes
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            quotas: options.descendants.map(|n| Quotas {
-                descendants: n as usize,
-                ..self.actor.limits.quotas
-            }),
-        };
-        let limits = self.actor.limits.child(&options);
+        let limits = child_limits(self.actor, options);
         Ok(to_wit_address(
             self.actor.spawn_child(&name, module, init, limits)?,
         ))
+    }
+
+    fn spawn_on(
+        &mut self,
+        node: String,
+        name: String,
+        module: String,
+        init: Vec<u8>,
+        options: WitSpawnOptions,
+    ) -> Result<WitAddress, WitSpawnError> {
+        let limits = child_limits(self.actor, options);
+        Ok(to_wit_address(self.actor.spawn_child_on(
+            Some(&node),
+            &name,
+            module,
+            init,
+            limits,
+        )?))
     }
 
     fn watch(&mut self, target: WitAddress) -> Result<(), WitSendError> {

@@ -26,6 +26,7 @@ mod config;
 mod leases;
 mod members;
 mod outside;
+mod proxy;
 mod routes;
 mod tasks;
 mod watches;
@@ -44,17 +45,23 @@ use self::config::{Names, bucket, check_name, connect};
 use self::leases::{Admit, Leases};
 use self::members::Members;
 pub use self::outside::{RemoteActor, cluster_tree};
+use self::proxy::{End, Proxies};
 use self::routes::Routes;
 use self::tasks::{answer, beat, follow_claims, hear, link, receive, take_lease};
 use self::watches::Watches;
+use self::wire::Signal;
 use self::wire::{Frame, Heartbeat};
-use crate::address::Address;
+use crate::actor::mailbox::{self, ActorRef, Capacity, SystemMsg, UserMsg};
+use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
 use crate::caps::persistence::entities;
+use crate::error::SpawnError;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::remote::Remote;
+use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::kernel::{Kernel, TERMINATED_KIND, Undelivered};
 use crate::message::Envelope;
+use crate::quota::Quotas;
 
 /// The topic on which a node's actors hear of other nodes coming and going.
 pub const CLUSTER_TOPIC: &str = "/system/cluster";
@@ -80,6 +87,16 @@ pub struct ClusterStats {
     pub leases: usize,
 }
 
+/// A spawn another node asked for, as its frame carries it.
+struct SpawnFrame {
+    parent: (String, u64),
+    path: String,
+    incarnation: u64,
+    module: String,
+    init: Vec<u8>,
+    limits: wire::Limits,
+}
+
 /// This node's membership of a cluster.
 pub(crate) struct Cluster {
     me: String,
@@ -93,6 +110,8 @@ pub(crate) struct Cluster {
     routes: Routes,
     watches: Watches,
     leases: Leases,
+    /// Stand-ins of children spawned on other nodes.
+    proxies: Proxies,
     out: mpsc::Sender<(String, Frame)>,
     kernel: Weak<Kernel>,
     /// This cluster itself, for the tasks it starts.
@@ -156,6 +175,7 @@ impl Cluster {
             routes: Routes::default(),
             watches: Watches::default(),
             leases: Leases::default(),
+            proxies: Proxies::default(),
             out,
             kernel: Arc::downgrade(kernel),
             caps,
@@ -198,6 +218,10 @@ impl Cluster {
                 .abort_handle(),
         ];
         *cluster.tasks.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        // Incarnations from a range of this node's own (random, 2^40 wide): an incarnation
+        // chosen here for a child spawned elsewhere names one actor on every node.
+        let base = (members::score(&cluster.me, &session.to_string()) >> 24) << 40;
+        kernel.reseed_incarnations(base.max(1));
         cluster.send_beat(false).await;
         if !kernel.join(cluster.clone()) {
             cluster.stop_tasks();
@@ -205,6 +229,108 @@ impl Cluster {
         }
         tracing::info!(node = %cluster.me, cluster = %cluster.config.name, members = ?cluster.members.names(), "joined the cluster");
         Ok(cluster)
+    }
+
+    /// The kernel this node serves, while it lives.
+    fn kernel(&self) -> Option<Arc<Kernel>> {
+        self.kernel.upgrade()
+    }
+
+    /// A local watcher watches `child`, which runs on `node` behind a stand-in here.
+    fn watch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        self.watches.add(node, watcher, child);
+        let frame = Frame::Watch {
+            watcher: wire::address(watcher, &self.me),
+            target: wire::address(child, &self.me),
+        };
+        if !self.send(node, frame) {
+            self.watches.remove(watcher, child);
+            if let Some(kernel) = self.kernel() {
+                kernel.notify_terminated(watcher, child);
+            }
+        }
+    }
+
+    /// A local watcher no longer watches `child` on `node`.
+    fn unwatch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        if self.watches.remove(watcher, child) {
+            let frame = Frame::Unwatch {
+                watcher: wire::address(watcher, &self.me),
+                target: wire::address(child, &self.me),
+            };
+            self.send(node, frame);
+        }
+    }
+
+    /// Forwards what a stand-in got to its child on `node`.
+    fn forward_user(&self, node: &str, child: &Address, msg: UserMsg) {
+        let frame = match msg {
+            UserMsg::Message(mut envelope) => {
+                if let Some(kernel) = self.kernel() {
+                    kernel.settle(envelope.receipt.take());
+                }
+                Frame::Deliver {
+                    path: child.path.to_string(),
+                    incarnation: Some(child.incarnation),
+                    msg: wire::msg(&envelope, &self.me),
+                }
+            }
+            UserMsg::PoisonPill => Frame::Signal {
+                to: wire::address(child, &self.me),
+                signal: Signal::PoisonPill,
+            },
+        };
+        self.send(node, frame);
+    }
+
+    /// Spawns here the child an actor of `from` asked for.
+    fn spawn_for(&self, kernel: &Arc<Kernel>, frame: SpawnFrame) {
+        let SpawnFrame {
+            parent,
+            path,
+            incarnation,
+            module,
+            init,
+            limits,
+        } = frame;
+        let (Some(parent), Ok(path)) = (
+            wire::parse_address(&parent, &self.me),
+            ActorPath::parse(&path),
+        ) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let child = Address {
+            path: path.clone(),
+            incarnation,
+        };
+        let options = SpawnOptions {
+            mailbox_capacity: usize::try_from(limits.mailbox_capacity).ok(),
+            mailbox_bytes: usize::try_from(limits.mailbox_bytes).ok(),
+            memory_limit: usize::try_from(limits.memory).ok(),
+            cpu_deadline: Some(Duration::from_millis(limits.cpu_deadline_ms)),
+            quotas: Some(Quotas {
+                descendants: usize::try_from(limits.descendants).unwrap_or(usize::MAX),
+                ..kernel.config.quotas
+            }),
+        };
+        let request = SpawnRequest {
+            path,
+            module,
+            init,
+            parent: Some(parent.clone()),
+            limits: Limits::of(&kernel.config, &options),
+            passivate_after: None,
+            reservation: None,
+            incarnation: Some(incarnation),
+        };
+        match kernel.spawn(request) {
+            Ok(spawned) => spawned.task.start(),
+            Err(e) => {
+                tracing::warn!(child = %child, parent = %parent, error = %e, "a child asked for by another node could not start");
+                kernel.child_terminated(Some(&parent), &child);
+            }
+        }
     }
 
     /// This node's name.
@@ -425,6 +551,9 @@ impl Cluster {
         if let Some(node) = self.placement(path) {
             return (node != self.me).then_some(node);
         }
+        if let Some(node) = self.proxies.node_of(path) {
+            return Some(node);
+        }
         self.routes.owner(path).filter(|node| *node != self.me)
     }
 
@@ -469,6 +598,7 @@ impl Cluster {
             kernel.notify_terminated(&watcher, &target);
         }
         self.leases.node_down(node);
+        self.proxies.node_down(node);
         self.announce(kernel, NODE_DOWN_KIND, node);
     }
 
@@ -547,6 +677,25 @@ impl Cluster {
                         .broadcast_group_here(kernel, &group, &envelope);
                 }
             }
+            Frame::Spawn {
+                parent,
+                path,
+                incarnation,
+                module,
+                init,
+                limits,
+            } => self.spawn_for(
+                kernel,
+                SpawnFrame {
+                    parent,
+                    path,
+                    incarnation,
+                    module,
+                    init,
+                    limits,
+                },
+            ),
+            Frame::Signal { to, signal } => self.signalled(kernel, to, signal),
             Frame::TellGroup { group, msg } => {
                 if let Some(envelope) = wire::envelope(msg, me)
                     && !self
@@ -562,6 +711,51 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// A signal from another node for `to`, an actor here (a parent, or a child).
+    fn signalled(&self, kernel: &Arc<Kernel>, to: (String, u64), signal: Signal) {
+        let me = self.me.as_str();
+        let Some(to) = wire::parse_address(&to, me) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let msg = match signal {
+            Signal::Stop(reason) => SystemMsg::Stop(reason),
+            Signal::PoisonPill => {
+                kernel.registry.with(to.path.as_str(), |a| {
+                    if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                        let _ = a.user.send(UserMsg::PoisonPill);
+                    }
+                });
+                return;
+            }
+            Signal::Directive {
+                directive,
+                delay_ms,
+                cause,
+            } => SystemMsg::Directive {
+                directive,
+                delay: Duration::from_millis(delay_ms),
+                cause,
+            },
+            Signal::Failed { child, kind, error } => match wire::parse_address(&child, me) {
+                Some(child) => SystemMsg::Failed { child, kind, error },
+                None => return,
+            },
+            Signal::ChildTerminated(child) => match wire::parse_address(&child, me) {
+                Some(child) => {
+                    self.proxies.end(&child, End::Terminated);
+                    SystemMsg::ChildTerminated(child)
+                }
+                None => return,
+            },
+        };
+        kernel.registry.with(to.path.as_str(), |a| {
+            if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                a.signal(msg);
+            }
+        });
     }
 
     /// This node's actors, for a tree of the cluster.
@@ -583,6 +777,103 @@ impl Cluster {
 }
 
 impl Remote for Cluster {
+    fn node(&self) -> &str {
+        &self.me
+    }
+
+    fn signal(&self, to: &Address, msg: SystemMsg) -> bool {
+        let Some(node) = self.owner(to.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        let me = self.me.as_str();
+        let signal = match msg {
+            SystemMsg::Failed { child, kind, error } => Signal::Failed {
+                child: wire::address(&child, me),
+                kind,
+                error,
+            },
+            SystemMsg::ChildTerminated(child) => Signal::ChildTerminated(wire::address(&child, me)),
+            SystemMsg::Stop(reason) => Signal::Stop(reason),
+            other => {
+                tracing::debug!(?other, "a signal that does not cross nodes");
+                return false;
+            }
+        };
+        self.send(
+            &node,
+            Frame::Signal {
+                to: wire::address(to, me),
+                signal,
+            },
+        )
+    }
+
+    fn spawn_on(
+        &self,
+        kernel: &Arc<Kernel>,
+        node: &str,
+        request: SpawnRequest,
+    ) -> Result<ActorRef, SpawnError> {
+        if !self.members.is_live(node) {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(parent) = request.parent.clone() else {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        };
+        let child = Address {
+            path: request.path.clone(),
+            incarnation: kernel.next_incarnation(),
+        };
+        let (stand_in, mailbox) = mailbox::mailbox(
+            child.clone(),
+            None,
+            Capacity {
+                messages: request.limits.mailbox_capacity,
+                bytes: request.limits.mailbox_bytes,
+            },
+        );
+        if let Err(taken) = kernel.registry.insert(stand_in.clone()) {
+            return Err(SpawnError::NameTaken(taken.address.path.to_string()));
+        }
+        let limits = &request.limits;
+        let frame = Frame::Spawn {
+            parent: wire::address(&parent, &self.me),
+            path: child.path.to_string(),
+            incarnation: child.incarnation,
+            module: request.module,
+            init: request.init,
+            limits: wire::Limits {
+                mailbox_capacity: limits.mailbox_capacity as u64,
+                mailbox_bytes: limits.mailbox_bytes as u64,
+                memory: limits.memory as u64,
+                cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
+                descendants: limits.quotas.descendants as u64,
+            },
+        };
+        let ended = self.proxies.add(node, &child);
+        if !self.send(node, frame) {
+            kernel.registry.remove(&child);
+            self.proxies.end(&child, End::Terminated);
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(this) = self.this.upgrade() else {
+            return Err(SpawnError::ShuttingDown);
+        };
+        kernel.runtime.spawn(proxy::stand_in(
+            this,
+            node.to_owned(),
+            parent,
+            child,
+            mailbox,
+            ended,
+            request.reservation,
+        ));
+        Ok(stand_in)
+    }
+
     fn route(
         &self,
         kernel: &Arc<Kernel>,
@@ -604,6 +895,9 @@ impl Remote for Cluster {
                 return Ok(self.forward(kernel, &node, path, incarnation, envelope));
             }
             return self.entity(kernel, path, incarnation, envelope);
+        }
+        if let Some(node) = self.proxies.node_of(path) {
+            return Ok(self.forward(kernel, &node, path, incarnation, envelope));
         }
         match self.routes.owner(path) {
             Some(node) if node != self.me => {

@@ -11,8 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::{ActorPath, Address};
-use crate::message::Envelope;
+use crate::message::{Envelope, StopReason};
 use crate::trace::parent::TraceParent;
 
 /// Where other nodes' `/system` paths are written: `/system/nodes/<node>/<its path>`.
@@ -53,6 +54,50 @@ pub(crate) enum Frame {
     TellGroup { group: String, msg: Msg },
     /// Deliver to every member of `group` on the receiving node.
     BroadcastGroup { group: String, msg: Msg },
+    /// Spawn a child of `parent` (an actor of the sending node) at `path`, as `incarnation`.
+    Spawn {
+        parent: (String, u64),
+        path: String,
+        incarnation: u64,
+        module: String,
+        init: Vec<u8>,
+        limits: Limits,
+    },
+    /// Put a signal on the system lane of `to` (a child and its parent on two nodes).
+    Signal { to: (String, u64), signal: Signal },
+}
+
+/// What a child spawned on another node may take, as its parent's node chose.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) mailbox_capacity: u64,
+    pub(crate) mailbox_bytes: u64,
+    pub(crate) memory: u64,
+    pub(crate) cpu_deadline_ms: u64,
+    pub(crate) descendants: u64,
+}
+
+/// What crosses between a parent and its child on two nodes.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// Stop (from the parent), with why.
+    Stop(StopReason),
+    /// Stop after the messages queued before it (a poison pill through the stand-in).
+    PoisonPill,
+    /// The parent's decision about its failed child.
+    Directive {
+        directive: Directive,
+        delay_ms: u64,
+        cause: String,
+    },
+    /// The child failed and waits for a directive.
+    Failed {
+        child: (String, u64),
+        kind: FailureKind,
+        error: String,
+    },
+    /// The child terminated.
+    ChildTerminated((String, u64)),
 }
 
 /// What a node says of itself on every beat.

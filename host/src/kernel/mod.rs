@@ -155,6 +155,12 @@ impl Kernel {
         self.next_incarnation.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Moves the incarnation ids on to at least `base`: a node of a cluster takes a range of
+    /// its own, so that an incarnation chosen on one node names one actor on every node.
+    pub(crate) fn reseed_incarnations(&self, base: u64) {
+        self.next_incarnation.fetch_max(base, Ordering::Relaxed);
+    }
+
     /// The id the next call of [`Kernel::next_incarnation`] may return (names, not identity).
     pub(crate) fn peek_incarnation(&self) -> u64 {
         self.next_incarnation.load(Ordering::Relaxed)
@@ -200,17 +206,19 @@ impl Kernel {
         Ok(actor)
     }
 
-    /// Claims `path` for a new incarnation and opens its mailbox, fed first with what waits for
-    /// the path. Called back by [`Extensions::launch`].
+    /// Claims `path` for a new incarnation (`incarnation`, if the spawning node chose it) and
+    /// opens its mailbox, fed first with what waits for the path. Called back by
+    /// [`Extensions::launch`].
     pub(crate) fn claim(
         self: &Arc<Self>,
         path: ActorPath,
         labels: Option<Labels>,
         capacity: Capacity,
+        incarnation: Option<u64>,
     ) -> Result<(ActorRef, Mailbox), SpawnError> {
         let address = Address {
             path,
-            incarnation: self.next_incarnation(),
+            incarnation: incarnation.unwrap_or_else(|| self.next_incarnation()),
         };
         let (handle, mut mailbox) = mailbox::mailbox(address, labels, capacity);
         let waiting = match self.ext() {
@@ -291,15 +299,18 @@ impl Kernel {
             });
             return;
         };
-        let delivered = self.registry.with(parent.path.as_str(), |p| {
-            p.is_some_and(|p| {
-                p.address.incarnation == parent.incarnation
-                    && p.signal(SystemMsg::Failed {
-                        child: me.address.clone(),
-                        kind,
-                        error: error.clone(),
-                    })
-            })
+        let failed = || SystemMsg::Failed {
+            child: me.address.clone(),
+            kind,
+            error: error.clone(),
+        };
+        let here = self.registry.with(parent.path.as_str(), |p| {
+            p.map(|p| p.address.incarnation == parent.incarnation && p.signal(failed()))
+        });
+        // A parent on another node of the cluster decides there.
+        let delivered = here.unwrap_or_else(|| {
+            self.remote()
+                .is_some_and(|remote| remote.signal(parent, failed()))
         });
         if !delivered {
             // The parent is gone; its stop reaches this actor too. Stop meanwhile.
@@ -310,13 +321,18 @@ impl Kernel {
     /// Called by a cell once it has fully terminated.
     pub(crate) fn child_terminated(&self, parent: Option<&Address>, child: &Address) {
         match parent {
-            Some(parent) => {
-                if let Some(p) = self.registry.get(parent.path.as_str())
-                    && p.address.incarnation == parent.incarnation
-                {
-                    p.signal(SystemMsg::ChildTerminated(child.clone()));
+            Some(parent) => match self.registry.get(parent.path.as_str()) {
+                Some(p) => {
+                    if p.address.incarnation == parent.incarnation {
+                        p.signal(SystemMsg::ChildTerminated(child.clone()));
+                    }
                 }
-            }
+                None => {
+                    if let Some(remote) = self.remote() {
+                        remote.signal(parent, SystemMsg::ChildTerminated(child.clone()));
+                    }
+                }
+            },
             None => self.guardian.release(child),
         }
     }

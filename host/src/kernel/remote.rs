@@ -12,14 +12,19 @@
 use std::sync::Arc;
 
 use super::deadletters::DeadLetterReason;
+use super::spawn::SpawnRequest;
 use super::{Kernel, Undelivered};
-use crate::actor::mailbox::SystemMsg;
+use crate::actor::mailbox::{ActorRef, SystemMsg};
 use crate::address::Address;
+use crate::error::SpawnError;
 use crate::message::Envelope;
 
 /// What a cluster does for the kernel. Every method is called on a sender's thread: it queues
 /// and returns, never blocks on the network.
 pub(crate) trait Remote: Send + Sync + 'static {
+    /// This node's name.
+    fn node(&self) -> &str;
+
     /// A message for `path`, which no actor of this node holds. `Err` gives it back when this
     /// node owns the path; otherwise it is on its way (`Ok(None)`) or undeliverable, with why.
     fn route(
@@ -45,6 +50,19 @@ pub(crate) trait Remote: Send + Sync + 'static {
 
     /// Sends to the members of `group` on other nodes; how many there are.
     fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32;
+
+    /// Puts `msg` on the system lane of `to`, an actor of another node (a parent hears of its
+    /// child here); false if no live node owns its path.
+    fn signal(&self, to: &Address, msg: SystemMsg) -> bool;
+
+    /// Spawns the child `request` describes on `node`, and gives back its stand-in here:
+    /// registered at the child's path, it forwards what it gets to the child.
+    fn spawn_on(
+        &self,
+        kernel: &Arc<Kernel>,
+        node: &str,
+        request: SpawnRequest,
+    ) -> Result<ActorRef, SpawnError>;
 
     /// Sends to the least loaded member of `group` on another node if one has a shorter
     /// mailbox than `local` (this node's best, if it has a member); `Err` gives it back.

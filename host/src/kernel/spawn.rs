@@ -170,6 +170,9 @@ pub(crate) struct SpawnRequest {
     pub(crate) passivate_after: Option<Duration>,
     /// Its place among its ancestors' descendants (`None` for a top-level actor or entity).
     pub(crate) reservation: Option<Reservation>,
+    /// The incarnation it gets, if its parent's node chose it (a child spawned on another
+    /// node of the cluster); else a fresh one.
+    pub(crate) incarnation: Option<u64>,
 }
 
 #[cfg(test)]

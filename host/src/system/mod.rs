@@ -412,6 +412,7 @@ impl ActorSystem {
             limits,
             passivate_after: None,
             reservation: None,
+            incarnation: None,
         })?;
         if let Some(cluster) = cluster {
             cluster.claim_in_background(&self.kernel, path.as_str());

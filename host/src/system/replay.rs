@@ -225,7 +225,7 @@ impl Replay {
         };
         let labels = (module.name.clone(), module.version.clone());
         let (actor, mailbox) = kernel
-            .claim(writer.path.clone(), Some(labels), capacity)
+            .claim(writer.path.clone(), Some(labels), capacity, None)
             .map_err(|e| ReplayError::Failed {
                 during: "start",
                 failure: e.to_string(),
@@ -520,7 +520,7 @@ impl Extensions for Sealed {
             messages: request.limits.mailbox_capacity,
             bytes: request.limits.mailbox_bytes,
         };
-        let (actor, mailbox) = kernel.claim(request.path, None, capacity)?;
+        let (actor, mailbox) = kernel.claim(request.path, None, capacity, request.incarnation)?;
         let task = Unborn {
             kernel: kernel.clone(),
             actor: actor.clone(),

@@ -143,6 +143,7 @@ impl Entities {
             limits: kind.limits,
             passivate_after: kind.passivate_after,
             reservation: None,
+            incarnation: None,
         })?;
         tracing::debug!(entity = %actor.address, "activated");
         Ok(())
