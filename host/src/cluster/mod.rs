@@ -358,6 +358,41 @@ impl Cluster {
         }
     }
 
+    /// Registers this node's cluster series (under `mote_cluster_`).
+    pub(crate) fn metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let stats = self.stats();
+        let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        registry.register("nodes", "Other live nodes of the cluster", gauge(stats.nodes));
+        registry.register(
+            "frames_sent",
+            "Frames (messages, watches, signals) sent to other nodes",
+            ConstCounter::new(stats.frames_sent),
+        );
+        registry.register(
+            "frames_received",
+            "Frames received from other nodes",
+            ConstCounter::new(stats.frames_received),
+        );
+        registry.register(
+            "malformed",
+            "Batches and frames from other nodes that did not decode",
+            ConstCounter::new(stats.malformed),
+        );
+        registry.register(
+            "remote_watches",
+            "Watches of actors on other nodes",
+            gauge(stats.remote_watches),
+        );
+        registry.register("leases", "Entity leases this node holds", gauge(stats.leases));
+        registry.register(
+            "link_queued",
+            "Frames queued for other nodes, not yet published",
+            gauge(self.out.max_capacity() - self.out.capacity()),
+        );
+    }
+
     /// Claims the top-level name of `path` for this node: refused if a live node has it.
     pub(crate) async fn claim(&self, path: &str) -> Result<(), ClusterError> {
         let Some(name) = routes::top_level(path) else {

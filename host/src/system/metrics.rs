@@ -10,6 +10,7 @@
 //! - The number of series is bounded whatever the number of actors: per module, plus at most
 //!   `top` busiest actors and the actors a scrape names.
 
+use crate::cluster::Cluster;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -186,6 +187,8 @@ pub(crate) struct Sources<'a> {
     pub(crate) caps: &'a Caps,
     pub(crate) upgrades: &'a Upgrades,
     pub(crate) guest_log: &'a GuestLog,
+    /// The cluster, if the host has joined one.
+    pub(crate) cluster: Option<&'a Cluster>,
 }
 
 /// The host's metrics now, in the OpenMetrics text format.
@@ -193,6 +196,9 @@ pub(crate) fn scrape(sources: &Sources<'_>, query: &MetricsQuery) -> String {
     let mut registry = Registry::with_prefix("mote");
     kernel_metrics(sources, &mut registry, query);
     sources.caps.metrics(&mut registry);
+    if let Some(cluster) = sources.cluster {
+        cluster.metrics(registry.sub_registry_with_prefix("cluster"));
+    }
     let mut out = String::new();
     if encode(&mut out, &registry).is_err() {
         tracing::error!("could not encode the metrics");

@@ -591,6 +591,7 @@ impl ActorSystem {
                 caps: &self.caps,
                 upgrades: &self.upgrades,
                 guest_log: &self.guest_log,
+                cluster: self.cluster.get().map(|c| &**c),
             },
             query,
         )
