@@ -97,7 +97,8 @@ pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
 pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;
 pub use cluster::{
-    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND,
+    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, MODULE_DEPLOYED_KIND,
+    MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError, NODE_DOWN_KIND, NODE_UP_KIND,
     RemoteActor, cluster_tree,
 };
 pub use config::HostConfig;
@@ -106,7 +107,10 @@ pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, Ro
 pub use deploy::checks::CONTRACT_VERSION;
 pub use deploy::manifest::{ActorSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
-pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
+pub use deploy::upgrade::{
+    NodeUpgrade, NodeUpgradeError, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
+    Upgraded,
+};
 pub use error::{
     AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
     SendError, SpawnError, chain,

@@ -7,8 +7,11 @@
 //! mote.<cluster>.hb            heartbeats (and clean leaves) of every node, with its topics and groups
 //! mote.<cluster>.to.<node>     batches of frames for one node: one subject, one connection each way
 //! mote.<cluster>.ctl.<node>    requests to a node (its tree), answered on the reply subject
+//! mote.<cluster>.upgrade.<node> upgrade requests to a node, answered as it works ([`upgrades`])
 //! KV mote-<cluster>-paths      top-level name -> node
 //! KV mote-<cluster>-leases     entity path -> node holding its activation
+//! KV mote-<cluster>-versions   module name and version -> content hash ([`modules`])
+//! objects mote-<cluster>-modules  content hash -> a module's bytes
 //! ```
 //!
 //! Invariants:
@@ -25,9 +28,11 @@
 mod config;
 mod leases;
 mod members;
+pub(crate) mod modules;
 mod outside;
 mod routes;
 mod tasks;
+mod upgrades;
 mod watches;
 pub(crate) mod wire;
 
@@ -40,6 +45,9 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 pub use self::config::{ClusterConfig, ClusterError};
+pub use self::modules::{
+    MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError,
+};
 use self::config::{Names, bucket, check_name, connect};
 use self::leases::{Admit, Leases};
 use self::members::Members;
@@ -77,6 +85,12 @@ pub struct ClusterStats {
     pub remote_watches: usize,
     /// Entity leases this node holds.
     pub leases: usize,
+    /// Module versions this node stored in the cluster.
+    pub modules_shared: u64,
+    /// Module versions this node deployed from the cluster.
+    pub modules_fetched: u64,
+    /// Module versions that failed to go from the cluster to this node or back (logged).
+    pub modules_refused: u64,
 }
 
 /// This node's membership of a cluster.
@@ -228,6 +242,7 @@ impl Cluster {
             malformed: self.malformed.load(Ordering::Relaxed),
             remote_watches: self.watches.len(),
             leases: self.leases.held().len(),
+            ..ClusterStats::default()
         }
     }
 
