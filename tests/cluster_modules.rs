@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use mote_example_protocol::{Counter, Versioned, VersionedState};
 use mote_host::{
-    ActorSystem, Canary, CanaryOutcome, ClusterConfig, Directive, HostConfig,
-    MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, NodeUpgradeError, Progress,
-    RollbackReason, Strategy, Task, UpgradeOptions,
+    ActorSystem, Canary, CanaryOutcome, ClusterConfig, Directive, HostConfig, MODULE_DEPLOYED_KIND,
+    MODULE_REFUSED_KIND, MODULES_TOPIC, NodeUpgradeError, Progress, RollbackReason, Strategy, Task,
+    UpgradeOptions,
 };
 use mote_tests::nats::NatsServer;
 use mote_tests::{DEADLINE, ask_as, module_cache, next, system_configured, tell, wait_until};
@@ -63,7 +63,11 @@ async fn spawn_counted(system: &ActorSystem, names: &[&str]) {
 fn add(system: &ActorSystem, name: &str, ns: std::ops::Range<u32>) {
     let stream = name.bytes().map(u32::from).sum();
     for n in ns {
-        tell(system, &format!("/user/{name}"), &Versioned::Add { stream, n });
+        tell(
+            system,
+            &format!("/user/{name}"),
+            &Versioned::Add { stream, n },
+        );
     }
 }
 
@@ -93,9 +97,14 @@ async fn a_version_deployed_on_one_node_is_deployed_on_every_node_and_one_that_j
             .map(|m| m.hash)
     };
     assert!(hash(&a, "counter").is_some());
-    assert_eq!(hash(&b, "counter"), hash(&a, "counter"), "fetched as it joined");
+    assert_eq!(
+        hash(&b, "counter"),
+        hash(&a, "counter"),
+        "fetched as it joined"
+    );
     b.claim("/user/count").await.expect("claim");
-    b.spawn("count", "counter", b"").expect("counter spawns on b");
+    b.spawn("count", "counter", b"")
+        .expect("counter spawns on b");
     tell(&b, "/user/count", &Counter::Add(3));
     let value: Counter = ask_as(&b, "/user/count", &Counter::Get).await;
     assert_eq!(value, Counter::Value(3));
@@ -262,7 +271,11 @@ async fn a_canary_that_fails_rolls_back_on_its_node_and_no_other_node_is_asked()
         CanaryOutcome::RolledBack(RollbackReason::MoreFailures),
         "{verdict}"
     );
-    assert_eq!(verdict.canaries, ["/user/a0"], "on the node that got the command");
+    assert_eq!(
+        verdict.canaries,
+        ["/user/a0"],
+        "on the node that got the command"
+    );
     assert_eq!(verdict.rolled_back, ["/user/a0"]);
     assert_eq!(verdict.untouched, 1, "a1 stayed on 1");
     assert!(report.upgraded.is_empty() && !report.current, "{report:?}");
@@ -288,4 +301,41 @@ async fn a_canary_that_fails_rolls_back_on_its_node_and_no_other_node_is_asked()
     assert_eq!(current(&b, "versioned").as_deref(), Some("1"));
     b.shutdown().await.ok();
     Arc::into_inner(a).unwrap().shutdown().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_cannot_take_the_version_is_a_failure_in_the_report_and_it_is_not_current() {
+    let nats = NatsServer::start(&[]);
+    let a = versioned_host(&["1", "2"]);
+    join(&a, &nats, "a").await;
+    // b has other bytes under versioned@2 (v4's), and an actor runs them.
+    let b = versioned_host(&["1"]);
+    let other = mote_test_programs::path("versioned_v4").expect("built");
+    (b.deploy_file_version("versioned", "2", &other)).expect("deploy on b");
+    spawn_counted(&b, &["b0"]).await;
+    b.upgrade("/user/b0", "2").await.expect("b0 runs b's 2");
+    join(&b, &nats, "b").await;
+    // The cluster's 2 is a's: b neither overwrote it nor could take it.
+    assert_eq!(b.cluster_stats().map(|s| s.modules_refused), Some(2));
+    wait_until(|| a.cluster_nodes().len() == 2).await;
+    spawn_counted(&a, &["a0"]).await;
+
+    let report = a.upgrade("versioned", "2").await.expect("upgrade");
+    let paths: Vec<&str> = report.upgraded.iter().map(|u| u.path.as_str()).collect();
+    assert_eq!(paths, ["/user/a0"], "a did its part");
+    match &report.nodes[1].error {
+        Some(NodeUpgradeError::Refused { node, reason }) => {
+            assert_eq!(node, "b");
+            assert!(
+                reason.contains("versioned@2 was refused on this node"),
+                "{reason}"
+            );
+        }
+        other => panic!("b's part: {other:?}"),
+    }
+    assert!(!report.current, "not every node moved");
+    assert_eq!(current(&a, "versioned").as_deref(), Some("1"));
+    for system in [b, a] {
+        system.shutdown().await.ok();
+    }
 }

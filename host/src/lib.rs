@@ -96,9 +96,11 @@ pub use caps::callouts::HTTP_RESPONSE_KIND;
 pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
 pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;
+pub use cluster::modules::{
+    MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError,
+};
 pub use cluster::{
-    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, MODULE_DEPLOYED_KIND,
-    MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError, NODE_DOWN_KIND, NODE_UP_KIND,
+    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND,
     RemoteActor, cluster_tree,
 };
 pub use config::HostConfig;

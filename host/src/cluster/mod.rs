@@ -32,7 +32,7 @@ pub(crate) mod modules;
 mod outside;
 mod routes;
 mod tasks;
-mod upgrades;
+pub(crate) mod upgrades;
 mod watches;
 pub(crate) mod wire;
 
@@ -45,9 +45,6 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 pub use self::config::{ClusterConfig, ClusterError};
-pub use self::modules::{
-    MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError,
-};
 use self::config::{Names, bucket, check_name, connect};
 use self::leases::{Admit, Leases};
 use self::members::Members;

@@ -25,6 +25,7 @@
 //!   not shared again, and a record of bytes a node already has changes nothing there.
 //! - The bucket's current version of a name is the first version shared, then the one a
 //!   cluster-wide upgrade moved every node to (see [`upgrades`](super::upgrades)).
+//! - Its tasks (the watch, and the upgrade requests) end when the host is shut down or gone.
 //! - The module traffic has a NATS connection of its own: megabytes of a module never queue in
 //!   front of the frames between actors.
 
@@ -164,12 +165,11 @@ pub(crate) struct ModuleStores {
     objects: object_store::ObjectStore,
     versions: kv::Store,
     watch: kv::Watch,
-    pub(super) requests: async_nats::Subscriber,
 }
 
 impl ModuleStores {
-    /// Connects (a connection of its own) and opens the buckets; starts to watch the records
-    /// and to hear upgrade requests, so nothing written from now on is missed.
+    /// Connects (a connection of its own) and opens the buckets; starts to watch the records,
+    /// so nothing written from now on is missed.
     pub(crate) async fn open(config: &ClusterConfig) -> Result<ModuleStores, ClusterError> {
         check_name("node", &config.node)?;
         check_name("cluster", &config.name)?;
@@ -193,22 +193,17 @@ impl ModuleStores {
             .watch_all()
             .await
             .map_err(|e| ClusterError::jetstream("watching module versions", e))?;
-        let requests = client
-            .subscribe(names.upgrades(&config.node))
-            .await
-            .map_err(|e| ClusterError::jetstream("subscribing to upgrade requests", e))?;
         Ok(ModuleStores {
             client,
             objects,
             versions,
             watch,
-            requests,
         })
     }
 }
 
-/// This node's side of the cluster's modules: shares its versions, takes the others', and
-/// serves and rolls upgrades (see [`upgrades`](super::upgrades)).
+/// This node's side of the cluster's modules: shares its versions and takes the others'; it
+/// also serves and rolls upgrades (see [`upgrades`](super::upgrades)).
 pub(crate) struct SharedModules {
     pub(super) cluster: Arc<Cluster>,
     pub(super) modules: Arc<Modules>,
@@ -235,7 +230,6 @@ impl SharedModules {
             objects,
             versions,
             watch,
-            requests,
         } = stores;
         let shared = Arc::new(SharedModules {
             cluster,
@@ -248,24 +242,26 @@ impl SharedModules {
             tasks: Mutex::new(Vec::new()),
         });
         for info in shared.modules.list() {
-            if let Err(e) = shared.share(&info.name, &info.version, Write::IfAbsent).await {
+            if let Err(e) = shared
+                .share(&info.name, &info.version, Write::IfAbsent)
+                .await
+            {
                 shared.counts.refused.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(module = %info.name, version = %info.version, error = %crate::error::chain(&e), "a module version of this node was not shared with the cluster");
             }
         }
         shared.catch_up().await;
-        let runtime = match shared.cluster.kernel.upgrade() {
-            Some(kernel) => kernel.runtime.clone(),
-            None => return shared,
-        };
-        let handles = vec![
-            runtime.spawn(follow(shared.clone(), watch)).abort_handle(),
-            runtime
-                .spawn(super::upgrades::serve(shared.clone(), requests))
-                .abort_handle(),
-        ];
-        *shared.tasks.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        shared.keep(follow(shared.clone(), watch));
         shared
+    }
+
+    /// Runs `task` until [`SharedModules::stop`] (or the host is gone).
+    pub(super) fn keep(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let Some(kernel) = self.cluster.kernel.upgrade() else {
+            return;
+        };
+        let handle = kernel.runtime.spawn(task).abort_handle();
+        (self.tasks.lock().unwrap_or_else(|p| p.into_inner())).push(handle);
     }
 
     /// Stops following the cluster and serving its requests. Idempotent.
@@ -309,7 +305,10 @@ impl SharedModules {
             name: name.to_owned(),
             version: version.to_owned(),
         };
-        let module = self.modules.get_version(name, version).ok_or_else(unknown)?;
+        let module = self
+            .modules
+            .get_version(name, version)
+            .ok_or_else(unknown)?;
         let record = Record {
             name: name.to_owned(),
             version: version.to_owned(),
@@ -346,7 +345,10 @@ impl SharedModules {
             .map_err(|e| ClusterError::jetstream("recording a module version", e))?;
         if let Some(current) = self.modules.get(name) {
             match (self.versions)
-                .create(current_key(name), current.version.as_bytes().to_vec().into())
+                .create(
+                    current_key(name),
+                    current.version.as_bytes().to_vec().into(),
+                )
                 .await
             {
                 Ok(_) => {}
@@ -467,7 +469,12 @@ impl SharedModules {
         if new {
             self.counts.fetched.fetch_add(1, Ordering::Relaxed);
             tracing::info!(module = %name, version = %version, hash = %&hash[..12.min(hash.len())], "module version deployed from the cluster");
-            announce(&self.cluster, &kernel, MODULE_DEPLOYED_KIND, format!("{name}@{version}"));
+            announce(
+                &self.cluster,
+                &kernel,
+                MODULE_DEPLOYED_KIND,
+                format!("{name}@{version}"),
+            );
         }
         Ok(new)
     }
@@ -480,7 +487,12 @@ impl SharedModules {
             let why = crate::error::chain(&e);
             tracing::error!(module = %label, error = %why, "a module version of the cluster could not be deployed on this node");
             if let Some(kernel) = self.cluster.kernel.upgrade() {
-                announce(&self.cluster, &kernel, MODULE_REFUSED_KIND, format!("{label}: {why}"));
+                announce(
+                    &self.cluster,
+                    &kernel,
+                    MODULE_REFUSED_KIND,
+                    format!("{label}: {why}"),
+                );
             }
         }
     }
@@ -532,7 +544,8 @@ impl SharedModules {
             }
         }
         for (name, key) in currents {
-            if let (Some(name), Ok(Some(version))) = (routes::name(&name), self.versions.get(&key).await)
+            if let (Some(name), Ok(Some(version))) =
+                (routes::name(&name), self.versions.get(&key).await)
             {
                 self.follow_current(&name, &String::from_utf8_lossy(&version));
             }
@@ -550,7 +563,9 @@ impl SharedModules {
         }
         match wire::decode::<Record>(&entry.value) {
             Ok(record) => self.take_or_report(record).await,
-            Err(e) => tracing::warn!(key = %entry.key, error = %e, "a module record did not decode"),
+            Err(e) => {
+                tracing::warn!(key = %entry.key, error = %e, "a module record did not decode")
+            }
         }
     }
 }
@@ -567,12 +582,17 @@ pub(super) enum Write {
 /// Follows the bucket: versions and current versions written by any node.
 async fn follow(shared: Arc<SharedModules>, mut watch: kv::Watch) {
     while let Some(entry) = watch.next().await {
+        if shared.cluster.kernel.strong_count() == 0 {
+            return; // the host is gone
+        }
         match entry {
             Ok(entry) => shared.changed(entry).await,
             Err(e) => tracing::warn!(error = %e, "the module versions' watch failed"),
         }
     }
-    tracing::warn!("the module versions' watch ended: versions deployed elsewhere are no longer followed");
+    tracing::warn!(
+        "the module versions' watch ended: versions deployed elsewhere are no longer followed"
+    );
 }
 
 /// Tells this node's subscribers of [`MODULES_TOPIC`] what happened to a version.

@@ -33,7 +33,8 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::modules::{SharedModules, Write};
+use super::config::{ClusterConfig, ClusterError, Names};
+use super::modules::{ModuleStores, SharedModules, Write};
 use super::wire;
 use crate::deploy::upgrade::{
     NodeUpgrade, NodeUpgradeError, SetCurrent, UpgradeError, UpgradeOptions, UpgradeProgress,
@@ -61,7 +62,7 @@ enum Answer {
     /// One more of its actors finished.
     Progress(UpgradeProgress),
     /// Its report, or why it could not upgrade.
-    Done(Result<UpgradeReport, String>),
+    Done(Result<Box<UpgradeReport>, String>),
 }
 
 /// One node's part: its report, or why there is none.
@@ -105,19 +106,17 @@ impl SharedModules {
                 hash: None,
                 options,
             };
-            let (part, ()) =
-                tokio::join!(self.ask(&node, &request, tx), aggregate(rx, progress));
+            let (part, ()) = tokio::join!(self.ask(&node, &request, tx), aggregate(rx, progress));
             return Ok(merge(target, version, vec![(node, part)]));
         }
         if options.canary.is_some_and(|c| c.actors == 0) {
             return Err(UpgradeError::EmptyCanary);
         }
-        let module = (self.modules.get_version(target, version)).ok_or_else(|| {
-            ModuleError::Unknown {
+        let module =
+            (self.modules.get_version(target, version)).ok_or_else(|| ModuleError::Unknown {
                 name: target.to_owned(),
                 version: Some(version.to_owned()),
-            }
-        })?;
+            })?;
         // Every node must be able to fetch it: shared first (a no-op if it is).
         self.share(target, version, Write::IfAbsent)
             .await
@@ -260,7 +259,7 @@ impl SharedModules {
                 Ok(Answer::Progress(step)) => {
                     let _ = progress.send((node.to_owned(), step));
                 }
-                Ok(Answer::Done(Ok(report))) => return Ok(report),
+                Ok(Answer::Done(Ok(report))) => return Ok(*report),
                 Ok(Answer::Done(Err(reason))) => {
                     return Err(NodeUpgradeError::Refused {
                         node: node.to_owned(),
@@ -323,7 +322,10 @@ impl SharedModules {
         let request = match wire::decode::<Request>(payload) {
             Ok(request) => request,
             Err(e) => {
-                say(Answer::Done(Err(format!("the request did not decode: {e}")))).await;
+                say(Answer::Done(Err(format!(
+                    "the request did not decode: {e}"
+                ))))
+                .await;
                 return;
             }
         };
@@ -342,12 +344,35 @@ impl SharedModules {
         while let Ok(step) = rx.try_recv() {
             say(Answer::Progress(step)).await;
         }
-        say(Answer::Done(result)).await;
+        say(Answer::Done(result.map(Box::new))).await;
+    }
+}
+
+/// The upgrade requests to one node, heard from before it joins so that none is missed.
+pub(crate) struct UpgradeRequests(async_nats::Subscriber);
+
+impl UpgradeRequests {
+    /// Subscribes to the requests to `config.node` on the modules' connection.
+    pub(crate) async fn open(
+        stores: &ModuleStores,
+        config: &ClusterConfig,
+    ) -> Result<UpgradeRequests, ClusterError> {
+        let subject = Names::new(&config.name).upgrades(&config.node);
+        (stores.client.subscribe(subject).await)
+            .map(UpgradeRequests)
+            .map_err(|e| ClusterError::jetstream("subscribing to upgrade requests", e))
+    }
+}
+
+impl SharedModules {
+    /// Serves the requests other nodes send this one, until [`SharedModules::stop`].
+    pub(crate) fn serve(self: &Arc<Self>, requests: UpgradeRequests) {
+        self.keep(serve(self.clone(), requests.0));
     }
 }
 
 /// Serves the upgrade requests other nodes send this one, each on a task of its own.
-pub(super) async fn serve(shared: Arc<SharedModules>, mut requests: async_nats::Subscriber) {
+async fn serve(shared: Arc<SharedModules>, mut requests: async_nats::Subscriber) {
     while let Some(request) = requests.next().await {
         let Some(kernel) = shared.cluster.kernel.upgrade() else {
             return;
@@ -388,7 +413,11 @@ async fn aggregate(
 
 /// A report of this node's upgrade alone, with its part named.
 fn with_nodes(report: UpgradeReport, me: &str) -> UpgradeReport {
-    merge(&report.module.clone(), &report.version.clone(), vec![(me.to_owned(), Ok(report))])
+    merge(
+        &report.module.clone(),
+        &report.version.clone(),
+        vec![(me.to_owned(), Ok(report))],
+    )
 }
 
 /// One report of every node's part: the actors of all, each node's part in `nodes` (by name).
@@ -410,11 +439,14 @@ fn merge(target: &str, version: &str, parts: Vec<(String, Part)>) -> UpgradeRepo
         };
         match part {
             Ok(part) => {
-                mine.actors.extend(part.upgraded.iter().map(|u| u.path.clone()));
-                mine.actors.extend(part.failed.iter().map(|(p, _)| p.clone()));
+                mine.actors
+                    .extend(part.upgraded.iter().map(|u| u.path.clone()));
+                mine.actors
+                    .extend(part.failed.iter().map(|(p, _)| p.clone()));
                 if let Some(verdict) = &part.canary {
                     mine.actors.extend(verdict.rolled_back.iter().cloned());
-                    mine.actors.extend(verdict.stuck.iter().map(|(p, _)| p.clone()));
+                    mine.actors
+                        .extend(verdict.stuck.iter().map(|(p, _)| p.clone()));
                 }
                 mine.actors.sort();
                 mine.actors.dedup();
@@ -480,10 +512,18 @@ mod tests {
         );
         let paths: Vec<&str> = report.upgraded.iter().map(|u| u.path.as_str()).collect();
         assert_eq!(paths, ["/user/w", "/user/x"]);
-        assert_eq!(report.failed, [("/user/v".to_owned(), "trapped".to_owned())]);
+        assert_eq!(
+            report.failed,
+            [("/user/v".to_owned(), "trapped".to_owned())]
+        );
         assert_eq!(report.unchanged, 2);
         let nodes: Vec<(&str, Vec<&str>)> = (report.nodes.iter())
-            .map(|n| (n.node.as_str(), n.actors.iter().map(String::as_str).collect()))
+            .map(|n| {
+                (
+                    n.node.as_str(),
+                    n.actors.iter().map(String::as_str).collect(),
+                )
+            })
             .collect();
         assert_eq!(
             nodes,
@@ -504,16 +544,19 @@ mod tests {
             version: "2".into(),
             hash: Some("ab".into()),
             options: UpgradeOptions {
-                canary: Some(crate::deploy::canary::Canary::new(2, Duration::from_secs(3))),
+                canary: Some(crate::deploy::canary::Canary::new(
+                    2,
+                    Duration::from_secs(3),
+                )),
                 ..UpgradeOptions::default()
             },
         };
         let back: Request = wire::decode(&wire::encode(&request)).unwrap();
         assert_eq!(back, request);
-        let done = Answer::Done(Ok(UpgradeReport {
+        let done = Answer::Done(Ok(Box::new(UpgradeReport {
             upgraded: vec![upgraded("/user/x")],
             ..UpgradeReport::default()
-        }));
+        })));
         assert_eq!(wire::decode::<Answer>(&wire::encode(&done)).unwrap(), done);
         assert!(wire::decode::<Request>(&[0xff, 0xff, 0xff]).is_err());
         assert!(wire::decode::<Answer>(&[9]).is_err());

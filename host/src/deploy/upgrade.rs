@@ -14,6 +14,8 @@
 //! as each finishes. When every actor of the module made it, the version becomes the module's
 //! current one (new spawns get it); rolling back is upgrading to the previous version. With a
 //! [`Canary`], a few actors go first and are watched before the rest follow (see `canary`).
+//! In a cluster, each node runs this for its own actors and one node merges the reports
+//! (`cluster::upgrades`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -87,7 +89,7 @@ pub struct UpgradeReport {
     /// Actors that kept their old version, with why.
     pub failed: Vec<(String, String)>,
     /// Whether the version became the module's current one (a whole-module upgrade that
-    /// fully succeeded, and whose canary, if any, passed).
+    /// fully succeeded, and whose canary, if any, passed; in a cluster, on every node).
     pub current: bool,
     /// What the canary stage found and did, if the upgrade had one.
     pub canary: Option<CanaryVerdict>,

@@ -27,12 +27,14 @@ use crate::caps::Caps;
 use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
 use crate::cluster::modules::{ModuleStores, SharedModules};
+use crate::cluster::upgrades::UpgradeRequests;
 use crate::cluster::{Cluster, ClusterConfig, ClusterError, ClusterStats};
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{
-    self, SetCurrent, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgrader, Upgrades,
+    self, SetCurrent, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgrader,
+    Upgrades,
 };
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
@@ -304,12 +306,14 @@ impl ActorSystem {
     /// here, before it returns; from then on a deploy on any node reaches every node.
     pub async fn join_cluster(&self, config: ClusterConfig) -> Result<(), ClusterError> {
         let stores = ModuleStores::open(&config).await?;
+        let requests = UpgradeRequests::open(&stores, &config).await?;
         let cluster = Cluster::join(&self.kernel, self.caps.clone(), config).await?;
         self.cluster
             .set(cluster.clone())
             .map_err(|_| ClusterError::AlreadyJoined)?;
         let (modules, upgrades) = (self.modules.clone(), self.upgrades.clone());
         let shared = SharedModules::start(stores, cluster, modules, upgrades).await;
+        shared.serve(requests);
         self.shared_modules
             .set(shared)
             .map_err(|_| ClusterError::AlreadyJoined)
