@@ -132,6 +132,10 @@ pub(crate) struct UpgradeSummary {
     /// What the canary stage did, if there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) canary: Option<CanarySummary>,
+    /// In a cluster, each node's part: its name, its actors in the report, and why it did
+    /// not do its part, if so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) nodes: Vec<(String, Vec<String>, Option<String>)>,
 }
 
 /// One actor in a `tree` response.
@@ -444,6 +448,9 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
                 failed: report.failed,
                 current: report.current,
                 canary: report.canary.map(CanarySummary::from),
+                nodes: (report.nodes.into_iter())
+                    .map(|n| (n.node, n.actors, n.error.map(|e| e.to_string())))
+                    .collect(),
             });
         }
         Request::Modules => {

@@ -96,6 +96,9 @@ pub use caps::callouts::HTTP_RESPONSE_KIND;
 pub use caps::messaging::ask::{ASK_PREFIX, ASK_TIMEOUT_KIND, AskError};
 pub use caps::messaging::{DEAD_LETTER_KIND, encode_dead_letter};
 pub use caps::persistence::entities::EntityOptions;
+pub use cluster::modules::{
+    MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError,
+};
 pub use cluster::{
     CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND,
     RemoteActor, cluster_tree,
@@ -106,7 +109,10 @@ pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, Ro
 pub use deploy::checks::CONTRACT_VERSION;
 pub use deploy::manifest::{ActorSpec, ClusterSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
-pub use deploy::upgrade::{UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgraded};
+pub use deploy::upgrade::{
+    NodeUpgrade, NodeUpgradeError, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
+    Upgraded,
+};
 pub use error::{
     AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
     SendError, SpawnError, chain,

@@ -143,6 +143,9 @@ impl Names {
     pub(super) fn control(&self, node: &str) -> String {
         format!("{}.ctl.{node}", self.prefix)
     }
+    pub(super) fn upgrades(&self, node: &str) -> String {
+        format!("{}.upgrade.{node}", self.prefix)
+    }
     pub(super) fn bucket(&self, what: &str) -> String {
         format!("{}-{what}", self.prefix.replace('.', "-"))
     }

@@ -7,8 +7,11 @@
 //! mote.<cluster>.hb            heartbeats (and clean leaves) of every node, with its topics and groups
 //! mote.<cluster>.to.<node>     batches of frames for one node: one subject, one connection each way
 //! mote.<cluster>.ctl.<node>    requests to a node (its tree), answered on the reply subject
+//! mote.<cluster>.upgrade.<node> upgrade requests to a node, answered as it works ([`upgrades`])
 //! KV mote-<cluster>-paths      top-level name -> node
 //! KV mote-<cluster>-leases     entity path -> node holding its activation
+//! KV mote-<cluster>-versions   module name and version -> content hash ([`modules`])
+//! objects mote-<cluster>-modules  content hash -> a module's bytes
 //! ```
 //!
 //! Invariants:
@@ -25,10 +28,12 @@
 mod config;
 mod leases;
 mod members;
+pub(crate) mod modules;
 mod outside;
 mod proxy;
 mod routes;
 mod tasks;
+pub(crate) mod upgrades;
 mod watches;
 pub(crate) mod wire;
 
@@ -85,6 +90,12 @@ pub struct ClusterStats {
     pub remote_watches: usize,
     /// Entity leases this node holds.
     pub leases: usize,
+    /// Module versions this node stored in the cluster.
+    pub modules_shared: u64,
+    /// Module versions this node deployed from the cluster.
+    pub modules_fetched: u64,
+    /// Module versions that failed to go from the cluster to this node or back (logged).
+    pub modules_refused: u64,
 }
 
 /// A spawn another node asked for, as its frame carries it.
@@ -355,6 +366,7 @@ impl Cluster {
             malformed: self.malformed.load(Ordering::Relaxed),
             remote_watches: self.watches.len(),
             leases: self.leases.held().len(),
+            ..ClusterStats::default()
         }
     }
 

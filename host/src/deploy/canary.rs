@@ -35,7 +35,7 @@ use crate::progress::Tracker;
 
 /// A canary stage: how many actors go first, how long they are watched, and how much worse
 /// than the old version they may do (see [`Canary::worse`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Canary {
     /// Actors upgraded first: the first by path among those not on the version yet.
     pub actors: usize,
@@ -75,7 +75,7 @@ impl Canary {
 }
 
 /// Failures and restarts of one group of actors over the watch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CanaryFigures {
     /// Actors in the group.
     pub actors: usize,
@@ -86,7 +86,7 @@ pub struct CanaryFigures {
 }
 
 /// Why a canary stage rolled back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RollbackReason {
     /// This many canaries could not be upgraded (the report's `failed` says why).
     UpgradeFailed {
@@ -100,7 +100,7 @@ pub enum RollbackReason {
 }
 
 /// How a canary stage ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CanaryOutcome {
     /// The canaries did no worse: the rest were upgraded.
     Passed,
@@ -109,7 +109,7 @@ pub enum CanaryOutcome {
 }
 
 /// What a canary stage found and did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CanaryVerdict {
     /// The canaries' paths.
     pub canaries: Vec<String>,

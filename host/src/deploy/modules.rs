@@ -13,6 +13,8 @@
 //!   a restarted host has them again as they were.
 //! - A module is compiled for the engine of the memory strategy its bytes call for
 //!   (`sandbox::engine::strategy_for`), and all its actors run on that engine.
+//! - Each version keeps its bytes (once, beside the compiled code), so that a host that joins
+//!   a cluster can store them there whether or not it has a database.
 //!
 //! [`checks`]: super::checks
 //! [`cache`]: super::cache
@@ -50,6 +52,8 @@ pub(crate) struct Module {
     pub(crate) version: Arc<str>,
     /// SHA-256 of the component's bytes, hex.
     pub(crate) hash: Arc<str>,
+    /// The component's bytes, kept so that a cluster can be given them (see `cluster::modules`).
+    pub(crate) bytes: Arc<[u8]>,
     /// What it was granted beyond the defaults.
     pub(crate) grants: Vec<String>,
     /// The component linked against the host's capabilities, ready to instantiate.
@@ -281,9 +285,14 @@ impl Modules {
         checks::check_imports(name, &component, &backend.engine, grants)?;
         checks::check_exports(name, &component, &backend.engine)?;
         checks::check_packed_receive(name, &component, &backend.engine)?;
-        let module = Arc::new(prepare(
-            backend, memory, name, version, hash, grants, &component,
-        )?);
+        let source = Source {
+            name,
+            version,
+            hash,
+            grants,
+            bytes,
+        };
+        let module = Arc::new(prepare(backend, memory, source, &component)?);
         let mut map = self.write();
         let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
             versions: BTreeMap::new(),
@@ -419,16 +428,29 @@ impl Modules {
     }
 }
 
+/// What a module version was deployed from.
+struct Source<'a> {
+    name: &'a str,
+    version: &'a str,
+    hash: String,
+    grants: &'a [String],
+    bytes: &'a [u8],
+}
+
 /// Links a checked component: its `InstancePre` and its optional exports.
 fn prepare(
     backend: &Backend,
     memory: MemoryStrategy,
-    name: &str,
-    version: &str,
-    hash: String,
-    grants: &[String],
+    source: Source<'_>,
     component: &Component,
 ) -> Result<Module, ModuleError> {
+    let Source {
+        name,
+        version,
+        hash,
+        grants,
+        bytes,
+    } = source;
     let mismatch = |e: wasmtime::Error| ModuleError::WrongWorld {
         name: name.to_owned(),
         reason: "its imports do not match what the host provides".to_owned(),
@@ -458,6 +480,7 @@ fn prepare(
         name: Arc::from(name),
         version: Arc::from(version),
         hash: Arc::from(hash),
+        bytes: Arc::from(bytes),
         grants: grants.to_vec(),
         pre,
         indices,

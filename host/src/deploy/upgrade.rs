@@ -14,9 +14,12 @@
 //! as each finishes. When every actor of the module made it, the version becomes the module's
 //! current one (new spawns get it); rolling back is upgrading to the previous version. With a
 //! [`Canary`], a few actors go first and are watched before the rest follow (see `canary`).
+//! In a cluster, each node runs this for its own actors and one node merges the reports
+//! (`cluster::upgrades`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -24,11 +27,12 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use super::canary::{self, Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 use super::modules::{Module, Modules};
 use crate::actor::mailbox::{ActorRef, SystemMsg, UpgradeOutcome as Outcome, UpgradeRequest};
-use crate::error::ModuleError;
+use crate::error::{BoxError, ModuleError};
+use crate::kernel::Kernel;
 use crate::progress::{Reports, Task, Tracker};
 
 /// How an upgrade runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UpgradeOptions {
     /// At most this many actors are being upgraded at once (default 16).
     pub concurrency: usize,
@@ -50,7 +54,7 @@ impl Default for UpgradeOptions {
 }
 
 /// Progress of a rolling upgrade, sent as each actor finishes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UpgradeProgress {
     /// Actors finished (upgraded, unchanged or failed).
     pub done: usize,
@@ -61,7 +65,7 @@ pub struct UpgradeProgress {
 }
 
 /// One actor that now runs the new version.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Upgraded {
     /// Its path.
     pub path: String,
@@ -72,7 +76,7 @@ pub struct Upgraded {
 }
 
 /// What an upgrade did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UpgradeReport {
     /// The module.
     pub module: String,
@@ -85,13 +89,67 @@ pub struct UpgradeReport {
     /// Actors that kept their old version, with why.
     pub failed: Vec<(String, String)>,
     /// Whether the version became the module's current one (a whole-module upgrade that
-    /// fully succeeded, and whose canary, if any, passed).
+    /// fully succeeded, and whose canary, if any, passed; in a cluster, on every node).
     pub current: bool,
     /// What the canary stage found and did, if the upgrade had one.
     pub canary: Option<CanaryVerdict>,
+    /// In a cluster, each live node's part, by node name; empty on a host of its own.
+    #[serde(default)]
+    pub nodes: Vec<NodeUpgrade>,
+}
+
+/// One node's part in an upgrade rolled across a cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeUpgrade {
+    /// The node's name.
+    pub node: String,
+    /// The paths of its actors that the report names (upgraded, failed or canaries).
+    pub actors: Vec<String>,
+    /// Its actors that already ran the version.
+    pub unchanged: usize,
+    /// Why it did not do its part, or not all of it; `None` if it answered with its report.
+    pub error: Option<NodeUpgradeError>,
+}
+
+/// Why a node of a cluster did not do its part of an upgrade.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum NodeUpgradeError {
+    /// It said nothing about the request for this long (not even that it was working on it).
+    #[error("node {node} did not answer within {silence:?}")]
+    Silent {
+        /// The node.
+        node: String,
+        /// How long it was silent.
+        silence: Duration,
+    },
+    /// It left the cluster, or was found down, before it answered.
+    #[error("node {0} left the cluster before it answered")]
+    Left(String),
+    /// Its upgrade could not start there (the module could not be fetched or checked, say).
+    #[error("node {node} refused: {reason}")]
+    Refused {
+        /// The node.
+        node: String,
+        /// Why, with its causes.
+        reason: String,
+    },
+    /// It was not asked: the canary stage on `canary_node` rolled back or failed first.
+    #[error("node {node} was not asked: the canary stage on node {canary_node} did not pass")]
+    NotAsked {
+        /// The node.
+        node: String,
+        /// The node that ran the canary stage.
+        canary_node: String,
+    },
 }
 
 impl UpgradeReport {
+    /// Whether every actor it tried made it and its canary, if any, passed: a whole-module
+    /// upgrade like that makes its version current.
+    pub(crate) fn fully_done(&self) -> bool {
+        self.failed.is_empty() && self.canary.as_ref().is_none_or(CanaryVerdict::passed)
+    }
+
     /// Actors moved from one version to another: each upgraded one, and a rolled-back canary
     /// twice (there and back).
     pub(crate) fn moves(&self) -> usize {
@@ -117,6 +175,132 @@ pub enum UpgradeError {
     /// A canary of no actors was asked for.
     #[error("a canary needs at least one actor")]
     EmptyCanary,
+    /// In a cluster: the version could not be stored for the other nodes to fetch.
+    #[error("{module}@{version} could not be shared with the cluster")]
+    Share {
+        /// The module.
+        module: String,
+        /// The version.
+        version: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Actors moved by upgrades on this host, and those that kept their version, for the metrics.
+#[derive(Debug, Default)]
+pub(crate) struct Upgrades {
+    /// Actors moved to another version.
+    pub(crate) done: AtomicU64,
+    /// Actors that kept their version because the new one failed to take over.
+    pub(crate) failed: AtomicU64,
+}
+
+/// Whether a whole-module upgrade that fully succeeds makes its version the current one here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SetCurrent {
+    /// Yes: a host of its own decides alone.
+    Here,
+    /// No: in a cluster, the node that rolls the upgrade decides once every node is done.
+    Later,
+}
+
+/// What an upgrade on this host works with: its actors, its registry and its counts.
+pub(crate) struct Upgrader<'a> {
+    /// The kernel, whose registry has the actors.
+    pub(crate) kernel: &'a Kernel,
+    /// The module registry.
+    pub(crate) modules: &'a Modules,
+    /// Where the moves are counted.
+    pub(crate) counts: &'a Upgrades,
+}
+
+impl Upgrader<'_> {
+    /// Upgrades the actor at `target` (a path), or every actor of the module `target` (a
+    /// name), on this host, to `version`; see `ActorSystem::upgrade_with`.
+    pub(crate) async fn upgrade(
+        &self,
+        target: &str,
+        version: &str,
+        options: UpgradeOptions,
+        progress: Option<mpsc::UnboundedSender<UpgradeProgress>>,
+        set_current: SetCurrent,
+    ) -> Result<UpgradeReport, UpgradeError> {
+        let Upgrader {
+            kernel,
+            modules,
+            counts,
+        } = *self;
+        let (name, actors, whole) = if target.starts_with('/') {
+            if options.canary.is_some() {
+                return Err(UpgradeError::CanaryOfOneActor(target.to_owned()));
+            }
+            let actor = kernel
+                .registry
+                .get(target)
+                .filter(|a| a.module.is_some() && a.system.is_some())
+                .ok_or_else(|| UpgradeError::NoActor(target.to_owned()))?;
+            let name = actor.module.as_deref().unwrap_or_default().to_owned();
+            (name, vec![actor], false)
+        } else {
+            (target.to_owned(), actors_of(kernel, target), true)
+        };
+        if options.canary.is_some_and(|c| c.actors == 0) {
+            return Err(UpgradeError::EmptyCanary);
+        }
+        let module = modules
+            .get_version(&name, version)
+            .ok_or_else(|| ModuleError::Unknown {
+                name: name.clone(),
+                version: Some(version.to_owned()),
+            })?;
+        tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
+        let task = Task::Upgrade {
+            module: name.clone(),
+            version: version.to_owned(),
+        };
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let tracker = kernel.reports.begin(task, Some(count(actors.len())));
+        let mut rollout = Rollout::new(module, actors.len(), options, progress, Some(tracker));
+        match options.canary {
+            Some(rule) => with_canary(&mut rollout, rule, actors, modules, &kernel.reports).await,
+            None => rollout.upgrade(actors).await,
+        }
+        let mut report = rollout.finish();
+        (counts.done).fetch_add(count(report.moves()), Ordering::Relaxed);
+        (counts.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
+        if whole && set_current == SetCurrent::Here && report.fully_done() {
+            modules.set_current(&name, version)?;
+            report.current = true;
+        }
+        tracing::info!(
+            module = %name,
+            version,
+            upgraded = report.upgraded.len(),
+            unchanged = report.unchanged,
+            failed = report.failed.len(),
+            canary_passed = report.canary.as_ref().map(CanaryVerdict::passed),
+            "upgrade finished"
+        );
+        Ok(report)
+    }
+}
+
+/// How many live actors of this host run this version of this module.
+pub(crate) fn running(kernel: &Kernel, name: &str, version: &str) -> usize {
+    (kernel.registry.snapshot().iter())
+        .filter(|a| {
+            a.module.as_deref() == Some(name) && a.running_version().as_deref() == Some(version)
+        })
+        .count()
+}
+
+/// The live actors of the module `name` on this host (not probes).
+pub(crate) fn actors_of(kernel: &Kernel, name: &str) -> Vec<ActorRef> {
+    (kernel.registry.snapshot().into_iter())
+        .filter(|a| a.module.as_deref() == Some(name) && a.system.is_some())
+        .collect()
 }
 
 /// Where a rolling upgrade stands across its stages (canaries, the rest): what it did so far,

@@ -14,7 +14,7 @@ use crate::cluster::Cluster;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -25,6 +25,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::actor::mailbox::ActorRef;
 use crate::caps::Caps;
+use crate::deploy::upgrade::Upgrades;
 use crate::guestlog::GuestLog;
 use crate::kernel::Kernel;
 use crate::quota::Quota;
@@ -38,15 +39,6 @@ pub struct MetricsQuery {
     /// How many of the busiest actors (by messages received) to show one by one; `None` takes
     /// the host's [`HostConfig::metrics_top`](crate::HostConfig::metrics_top).
     pub top: Option<usize>,
-}
-
-/// Upgrades done through this system.
-#[derive(Debug, Default)]
-pub(crate) struct Upgrades {
-    /// Actors moved to another version.
-    pub(crate) done: AtomicU64,
-    /// Actors that kept their version because the new one failed to take over.
-    pub(crate) failed: AtomicU64,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -10,31 +10,31 @@ mod wiring;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
 pub use self::metrics::MetricsQuery;
-use self::metrics::Upgrades;
 use self::outside::{check_outside, from_outside, tell_outside};
 pub use self::probe::Probe;
 pub use self::replay::{Dropped, Recovered, Replay, ReplayOptions};
 use self::wiring::Wiring;
 use crate::actor::launch::Launcher;
-use crate::actor::mailbox::{ActorRef, SystemMsg, UserMsg};
+use crate::actor::mailbox::{SystemMsg, UserMsg};
 use crate::actor::supervisor::Strategy;
 use crate::address::{ActorPath, Address};
 use crate::caps::Caps;
 use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
+use crate::cluster::modules::{ModuleStores, SharedModules};
+use crate::cluster::upgrades::UpgradeRequests;
 use crate::cluster::{Cluster, ClusterConfig, ClusterError, ClusterStats};
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
-use crate::deploy::canary::CanaryVerdict;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
 use crate::deploy::upgrade::{
-    self, Rollout, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
+    self, SetCurrent, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgrader,
+    Upgrades,
 };
 use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
 use crate::guestlog::GuestLog;
@@ -43,7 +43,7 @@ use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
 use crate::kernel::guardian::SupervisionEvent;
 use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
-use crate::progress::{Progress, Task};
+use crate::progress::Progress;
 use crate::quota::Quota;
 use crate::sched::Scheduler;
 use crate::stats::StatsSnapshot;
@@ -83,9 +83,11 @@ pub struct ActorSystem {
     /// The threads that run the actors.
     scheduler: Scheduler,
     /// Upgrades done so far, for the metrics.
-    upgrades: Upgrades,
+    upgrades: Arc<Upgrades>,
     /// The cluster, once this host has joined one.
     cluster: std::sync::OnceLock<Arc<Cluster>>,
+    /// This node's side of the cluster's modules, once it has joined.
+    shared_modules: std::sync::OnceLock<Arc<SharedModules>>,
 }
 
 impl ActorSystem {
@@ -120,8 +122,9 @@ impl ActorSystem {
             database,
             guest_log,
             scheduler,
-            upgrades: Upgrades::default(),
+            upgrades: Arc::default(),
             cluster: std::sync::OnceLock::new(),
+            shared_modules: std::sync::OnceLock::new(),
         })
     }
 
@@ -185,7 +188,11 @@ impl ActorSystem {
         grants: &[String],
     ) -> Result<bool, ModuleError> {
         let in_use = self.running(name, version) > 0;
-        self.modules.deploy(name, version, bytes, grants, !in_use)
+        let new = self.modules.deploy(name, version, bytes, grants, !in_use)?;
+        if new && let Some(shared) = self.shared_modules.get() {
+            shared.share_in_background(name, version);
+        }
+        Ok(new)
     }
 
     /// The names of the deployed modules.
@@ -218,6 +225,11 @@ impl ActorSystem {
     /// `options.canary`, `target` must be a module name: a few of its actors go first and are
     /// watched, and the rest follow only if those did no worse ([`Canary`](crate::Canary)); the report's
     /// `canary` says what happened.
+    ///
+    /// In a cluster, a module is upgraded on every live node and the report covers them all,
+    /// each node's part in its `nodes`; the canary stage runs on one node (this one if it has
+    /// actors to move, else the first by name that has) before the others are asked. An actor
+    /// path is upgraded on the node it lives on.
     pub async fn upgrade_with(
         &self,
         target: &str,
@@ -225,83 +237,25 @@ impl ActorSystem {
         options: UpgradeOptions,
         progress: Option<tokio::sync::mpsc::UnboundedSender<UpgradeProgress>>,
     ) -> Result<UpgradeReport, UpgradeError> {
-        let (name, actors, whole) = if target.starts_with('/') {
-            if options.canary.is_some() {
-                return Err(UpgradeError::CanaryOfOneActor(target.to_owned()));
-            }
-            let actor = self
-                .kernel
-                .registry
-                .get(target)
-                .filter(|a| a.module.is_some() && a.system.is_some())
-                .ok_or_else(|| UpgradeError::NoActor(target.to_owned()))?;
-            let name = actor.module.as_deref().unwrap_or_default().to_owned();
-            (name, vec![actor], false)
-        } else {
-            let actors: Vec<ActorRef> = self
-                .kernel
-                .registry
-                .snapshot()
-                .into_iter()
-                .filter(|a| a.module.as_deref() == Some(target) && a.system.is_some())
-                .collect();
-            (target.to_owned(), actors, true)
-        };
-        if options.canary.is_some_and(|c| c.actors == 0) {
-            return Err(UpgradeError::EmptyCanary);
+        if let Some(shared) = self.shared_modules.get() {
+            return shared.upgrade(target, version, options, progress).await;
         }
-        let module =
-            self.modules
-                .get_version(&name, version)
-                .ok_or_else(|| ModuleError::Unknown {
-                    name: name.clone(),
-                    version: Some(version.to_owned()),
-                })?;
-        tracing::info!(module = %name, version, actors = actors.len(), "upgrade started");
-        let task = Task::Upgrade {
-            module: name.clone(),
-            version: version.to_owned(),
-        };
-        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-        let tracker = self.kernel.reports.begin(task, Some(count(actors.len())));
-        let mut rollout = Rollout::new(module, actors.len(), options, progress, Some(tracker));
-        match options.canary {
-            Some(rule) => {
-                let reports = &self.kernel.reports;
-                upgrade::with_canary(&mut rollout, rule, actors, &self.modules, reports).await;
-            }
-            None => rollout.upgrade(actors).await,
+        self.upgrader()
+            .upgrade(target, version, options, progress, SetCurrent::Here)
+            .await
+    }
+
+    fn upgrader(&self) -> Upgrader<'_> {
+        Upgrader {
+            kernel: &self.kernel,
+            modules: &self.modules,
+            counts: &self.upgrades,
         }
-        let mut report = rollout.finish();
-        (self.upgrades.done).fetch_add(count(report.moves()), Ordering::Relaxed);
-        (self.upgrades.failed).fetch_add(count(report.failed.len()), Ordering::Relaxed);
-        let passed = report.canary.as_ref().is_none_or(CanaryVerdict::passed);
-        if whole && passed && report.failed.is_empty() {
-            self.modules.set_current(&name, version)?;
-            report.current = true;
-        }
-        tracing::info!(
-            module = %name,
-            version,
-            upgraded = report.upgraded.len(),
-            unchanged = report.unchanged,
-            failed = report.failed.len(),
-            canary_passed = report.canary.as_ref().map(CanaryVerdict::passed),
-            "upgrade finished"
-        );
-        Ok(report)
     }
 
     /// How many live actors run this version of this module.
     fn running(&self, name: &str, version: &str) -> usize {
-        self.kernel
-            .registry
-            .snapshot()
-            .iter()
-            .filter(|a| {
-                a.module.as_deref() == Some(name) && a.running_version().as_deref() == Some(version)
-            })
-            .count()
+        upgrade::running(&self.kernel, name, version)
     }
 
     /// Removes one version of a module (or all of them): refused while a live actor runs it.
@@ -348,10 +302,20 @@ impl ActorSystem {
 
     /// Joins a cluster of hosts on NATS as the node `config.node`; see [`ClusterConfig`].
     /// Without a call of this, nothing connects and delivery is the single host's.
+    /// The modules deployed here are stored in the cluster, and those of the cluster deployed
+    /// here, before it returns; from then on a deploy on any node reaches every node.
     pub async fn join_cluster(&self, config: ClusterConfig) -> Result<(), ClusterError> {
+        let stores = ModuleStores::open(&config).await?;
+        let requests = UpgradeRequests::open(&stores, &config).await?;
         let cluster = Cluster::join(&self.kernel, self.caps.clone(), config).await?;
         self.cluster
-            .set(cluster)
+            .set(cluster.clone())
+            .map_err(|_| ClusterError::AlreadyJoined)?;
+        let (modules, upgrades) = (self.modules.clone(), self.upgrades.clone());
+        let shared = SharedModules::start(stores, cluster, modules, upgrades).await;
+        shared.serve(requests);
+        self.shared_modules
+            .set(shared)
             .map_err(|_| ClusterError::AlreadyJoined)
     }
 
@@ -376,7 +340,11 @@ impl ActorSystem {
 
     /// Figures of this node's part in its cluster.
     pub fn cluster_stats(&self) -> Option<ClusterStats> {
-        self.cluster.get().map(|c| c.stats())
+        let mut stats = self.cluster.get()?.stats();
+        if let Some(shared) = self.shared_modules.get() {
+            shared.fill(&mut stats);
+        }
+        Some(stats)
     }
 
     /// Spawns a top-level actor with its own limits.
@@ -641,6 +609,9 @@ impl ActorSystem {
                 .collect();
             tracing::warn!(?alive, "shutdown timed out");
             return Err(alive);
+        }
+        if let Some(shared) = self.shared_modules.get() {
+            shared.stop();
         }
         if let Some(cluster) = self.cluster.get() {
             cluster.leave().await;

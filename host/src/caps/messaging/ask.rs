@@ -99,7 +99,6 @@ pub(crate) fn endpoint(
     let runtime = kernel.runtime.clone();
     let counted = Pending::within(open, usize::MAX);
     runtime.spawn(async move {
-        let _counted = counted;
         let outcome = tokio::time::timeout(timeout, mailbox.next()).await;
         kernel.registry.remove(&address);
         mailbox.close_user();
@@ -114,6 +113,8 @@ pub(crate) fn endpoint(
             }
             _ => None,
         };
+        // No longer open once answered: whoever hears the answer sees the count without it.
+        drop(counted);
         match answer {
             Answer::Outside(tx) => {
                 let _ = tx.send(reply.ok_or(AskError::Timeout(timeout)));
