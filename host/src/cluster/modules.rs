@@ -38,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
 use super::config::{ClusterConfig, ClusterError, Names, bucket, check_name, connect};
-use super::{Cluster, ClusterStats, routes, wire};
+use super::node::{Cluster, ClusterStats};
+use super::{routes, wire};
 use crate::deploy::checks::content_hash;
 use crate::deploy::modules::Modules;
 use crate::deploy::upgrade::{Upgrades, running};

@@ -16,12 +16,28 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::Cluster;
 use super::wire::{self, Frame, Signal};
 use crate::actor::mailbox::{Mailbox, SystemMsg, UpgradeOutcome, UserMsg};
 use crate::address::Address;
+use crate::kernel::Kernel;
 use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::spawn::Reservation;
+
+/// What a stand-in needs of its node.
+pub(crate) trait Through: Send + Sync + 'static {
+    /// The node's name.
+    fn node(&self) -> &str;
+    /// The kernel, while it lives.
+    fn kernel(&self) -> Option<Arc<Kernel>>;
+    /// Queues a frame for `node`; false if it cannot go.
+    fn send(&self, node: &str, frame: Frame) -> bool;
+    /// A local watcher watches `child` on `node`.
+    fn watch_through(&self, node: &str, watcher: &Address, child: &Address);
+    /// A local watcher no longer watches `child` on `node`.
+    fn unwatch_through(&self, node: &str, watcher: &Address, child: &Address);
+    /// Forwards a user message (or poison pill) to `child` on `node`.
+    fn forward_user(&self, node: &str, child: &Address, msg: UserMsg);
+}
 
 /// How a stand-in ends.
 pub(crate) enum End {
@@ -108,8 +124,8 @@ impl Proxies {
 }
 
 /// Runs the stand-in of `child` on `node` for `parent`: forwards what it gets until it ends.
-pub(crate) async fn stand_in(
-    cluster: Arc<Cluster>,
+pub(crate) async fn stand_in<T: Through>(
+    cluster: Arc<T>,
     node: String,
     parent: Address,
     child: Address,

@@ -16,88 +16,9 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::members::Change;
+use super::node::{Cluster, NODE_UP_KIND};
+use super::routes;
 use super::wire::{self, Frame, Heartbeat};
-use super::{Cluster, ClusterError, NODE_UP_KIND, routes};
-use crate::kernel::deadletters::DeadLetterReason;
-
-/// Takes the lease of the entity at `path`, then lets what waited for it go.
-pub(super) async fn take_lease(cluster: Arc<Cluster>, path: String) {
-    let Some(kernel) = cluster.kernel.upgrade() else {
-        return;
-    };
-    let outcome = lease_outcome(&cluster, &path).await;
-    match outcome {
-        Ok(Ok(revision)) => loop {
-            let parked = cluster.leases.taken(&path, revision);
-            if parked.is_empty() {
-                break;
-            }
-            for (incarnation, envelope) in parked {
-                if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
-                    kernel.dead_letter(u.envelope, u.target, u.reason);
-                }
-            }
-        },
-        Ok(Err(holder)) => loop {
-            let parked = cluster.leases.elsewhere(&path, &holder);
-            if parked.is_empty() {
-                break;
-            }
-            for (incarnation, envelope) in parked {
-                if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
-                    kernel.dead_letter(u.envelope, u.target, u.reason);
-                }
-            }
-        },
-        Err(e) => {
-            tracing::warn!(path, error = %e, "an entity lease could not be taken");
-            for (_, envelope) in cluster.leases.failed(&path) {
-                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
-            }
-        }
-    }
-}
-
-/// The lease's new revision if this node took it, or the live node that holds it.
-pub(super) async fn lease_outcome(
-    cluster: &Cluster,
-    path: &str,
-) -> Result<Result<u64, String>, ClusterError> {
-    let key = routes::key(path);
-    let kv = &cluster.leases_kv;
-    for _ in 0..4 {
-        match kv.create(&key, cluster.me.clone().into()).await {
-            Ok(revision) => return Ok(Ok(revision)),
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
-            Err(e) => return Err(ClusterError::jetstream("taking a lease", e)),
-        }
-        let Some(entry) = kv
-            .entry(key.clone())
-            .await
-            .map_err(|e| ClusterError::jetstream("reading a lease", e))?
-        else {
-            continue;
-        };
-        let holder = String::from_utf8_lossy(&entry.value).into_owned();
-        if entry.operation == kv::Operation::Put
-            && holder != cluster.me
-            && cluster.members.is_live(&holder)
-        {
-            return Ok(Err(holder));
-        }
-        // Free, ours from an earlier run, or held by a node that is down: take it over.
-        if let Ok(revision) = kv
-            .update(&key, cluster.me.clone().into(), entry.revision)
-            .await
-        {
-            return Ok(Ok(revision));
-        }
-    }
-    Err(ClusterError::jetstream(
-        "taking a lease",
-        "the lease kept changing under this node",
-    ))
-}
 
 /// Publishes queued frames, batched per node, in queue order.
 pub(super) async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {

@@ -28,7 +28,7 @@ use crate::caps::messaging::ask::{self, Answer, AskError};
 use crate::caps::persistence::entities::EntityOptions;
 use crate::cluster::modules::{ModuleStores, SharedModules};
 use crate::cluster::upgrades::UpgradeRequests;
-use crate::cluster::{Cluster, ClusterConfig, ClusterError, ClusterStats};
+use crate::cluster::{self, Cluster, ClusterConfig, ClusterError, ClusterStats};
 use crate::config::HostConfig;
 use crate::deploy::cache::ModuleStats;
 use crate::deploy::modules::{DEFAULT_VERSION, ModuleInfo, Modules};
@@ -307,7 +307,7 @@ impl ActorSystem {
     pub async fn join_cluster(&self, config: ClusterConfig) -> Result<(), ClusterError> {
         let stores = ModuleStores::open(&config).await?;
         let requests = UpgradeRequests::open(&stores, &config).await?;
-        let cluster = Cluster::join(&self.kernel, self.caps.clone(), config).await?;
+        let cluster = cluster::join(&self.kernel, self.caps.clone(), config).await?;
         self.cluster
             .set(cluster.clone())
             .map_err(|_| ClusterError::AlreadyJoined)?;

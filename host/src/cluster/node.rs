@@ -1,0 +1,1161 @@
+//! This node of a cluster: its membership, its routes and leases, the stand-ins of its
+//! children elsewhere, and what it does for the kernel (the `Remote` side of delivery).
+//!
+//! Invariants: see the cluster's module (`super`); each holds here.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_nats::jetstream::kv;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::config::{ClusterConfig, ClusterError};
+use super::config::{Names, bucket, check_name, connect};
+use super::leases::{Admit, Leases};
+use super::members::{self, Members};
+use super::outside::RemoteActor;
+use super::proxy::{self, End, Proxies};
+use super::routes::{self, Routes};
+use super::watches::Watches;
+use super::wire::{self, Signal};
+use super::wire::{Frame, Heartbeat};
+use crate::actor::mailbox::{self, ActorRef, Capacity, SystemMsg, UserMsg};
+use crate::address::{ActorPath, Address};
+use crate::caps::Caps;
+use crate::caps::persistence::entities;
+use crate::error::SpawnError;
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::kernel::remote::Remote;
+use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
+use crate::kernel::{Kernel, TERMINATED_KIND, Undelivered};
+use crate::message::Envelope;
+use crate::quota::Quotas;
+
+/// The topic on which a node's actors hear of other nodes coming and going.
+pub const CLUSTER_TOPIC: &str = "/system/cluster";
+/// The kind of the message to [`CLUSTER_TOPIC`] when a node is up; its body is the node name.
+pub const NODE_UP_KIND: &str = "mote.node-up";
+/// The kind of the message to [`CLUSTER_TOPIC`] when a node is down; its body is the node name.
+pub const NODE_DOWN_KIND: &str = "mote.node-down";
+
+/// Figures of this node's part in the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    /// Other live nodes.
+    pub nodes: usize,
+    /// Frames sent to other nodes.
+    pub frames_sent: u64,
+    /// Frames received from other nodes.
+    pub frames_received: u64,
+    /// Batches from other nodes that did not decode.
+    pub malformed: u64,
+    /// Watches of actors on other nodes.
+    pub remote_watches: usize,
+    /// Entity leases this node holds.
+    pub leases: usize,
+    /// Module versions this node stored in the cluster.
+    pub modules_shared: u64,
+    /// Module versions this node deployed from the cluster.
+    pub modules_fetched: u64,
+    /// Module versions that failed to go from the cluster to this node or back (logged).
+    pub modules_refused: u64,
+}
+
+/// The subscriptions and queue of a node whose tasks are about to start.
+pub(super) struct Opened {
+    pub(super) outbox: mpsc::Receiver<(String, Frame)>,
+    pub(super) beats: async_nats::Subscriber,
+    pub(super) inbox: async_nats::Subscriber,
+    pub(super) control: async_nats::Subscriber,
+    pub(super) claims: kv::Watch,
+}
+
+/// A spawn another node asked for, as its frame carries it.
+struct SpawnFrame {
+    parent: (String, u64),
+    path: String,
+    incarnation: u64,
+    module: String,
+    init: Vec<u8>,
+    limits: wire::Limits,
+}
+
+/// This node's membership of a cluster.
+pub(crate) struct Cluster {
+    pub(super) me: String,
+    pub(super) session: u64,
+    pub(super) config: ClusterConfig,
+    pub(super) names: Names,
+    pub(super) client: async_nats::Client,
+    pub(super) paths: kv::Store,
+    pub(super) leases_kv: kv::Store,
+    pub(super) members: Members,
+    pub(super) routes: Routes,
+    pub(super) watches: Watches,
+    pub(super) leases: Leases,
+    /// Stand-ins of children spawned on other nodes.
+    pub(super) proxies: Proxies,
+    pub(super) out: mpsc::Sender<(String, Frame)>,
+    pub(super) kernel: Weak<Kernel>,
+    /// This cluster itself, for the tasks it starts.
+    pub(super) this: Weak<Cluster>,
+    pub(super) caps: Arc<Caps>,
+    pub(super) tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    pub(super) left: AtomicBool,
+    pub(super) sent: AtomicU64,
+    pub(super) received: AtomicU64,
+    pub(super) malformed: AtomicU64,
+}
+
+impl Cluster {
+    /// Connects as `config.node`: refuses a name a live node has, hears the others for one
+    /// heartbeat (so that its first sends know the members) and reads the claims. The tasks
+    /// that serve the node are not started yet: see [`super::join`].
+    pub(super) async fn open(
+        kernel: &Arc<Kernel>,
+        caps: Arc<Caps>,
+        config: ClusterConfig,
+    ) -> Result<(Arc<Cluster>, Opened), ClusterError> {
+        check_name("node", &config.node)?;
+        check_name("cluster", &config.name)?;
+        if kernel.remote().is_some() {
+            return Err(ClusterError::AlreadyJoined);
+        }
+        let names = Names::new(&config.name);
+        let client = connect(&config, format!("mote-{}", config.node)).await?;
+        let js = async_nats::jetstream::new(client.clone());
+        let paths = bucket(&js, names.bucket("paths")).await?;
+        let leases_kv = bucket(&js, names.bucket("leases")).await?;
+        let session = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut beats = client
+            .subscribe(names.heartbeats())
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to heartbeats", e))?;
+        // Hear the cluster for a little more than one beat: a live node with our name would
+        // have spoken, and every live node is known before the first send.
+        let members = Members::default();
+        let listen_until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
+        while let Ok(Some(message)) = tokio::time::timeout_at(listen_until, beats.next()).await {
+            let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
+                continue;
+            };
+            if beat.node == config.node && !beat.leaving {
+                return Err(ClusterError::NameTaken(config.node.clone()));
+            }
+            members.heard(beat, Instant::now());
+        }
+        let (out, outbox) = mpsc::channel(config.link_capacity.max(1));
+        let cluster = Arc::new_cyclic(|this| Cluster {
+            this: this.clone(),
+            me: config.node.clone(),
+            session,
+            names,
+            client,
+            paths,
+            leases_kv,
+            members,
+            routes: Routes::default(),
+            watches: Watches::default(),
+            leases: Leases::default(),
+            proxies: Proxies::default(),
+            out,
+            kernel: Arc::downgrade(kernel),
+            caps,
+            tasks: Mutex::new(Vec::new()),
+            left: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
+            config,
+        });
+        cluster.load_claims().await?;
+        let inbox = cluster
+            .client
+            .subscribe(cluster.names.to(&cluster.me))
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to this node's subject", e))?;
+        let control = cluster
+            .client
+            .subscribe(cluster.names.control(&cluster.me))
+            .await
+            .map_err(|e| ClusterError::jetstream("subscribing to requests", e))?;
+        let claims = cluster
+            .paths
+            .watch_all()
+            .await
+            .map_err(|e| ClusterError::jetstream("watching claims", e))?;
+        Ok((
+            cluster,
+            Opened {
+                outbox,
+                beats,
+                inbox,
+                control,
+                claims,
+            },
+        ))
+    }
+
+    /// Finishes joining once the tasks run: a range of incarnations, a first beat, and the
+    /// kernel's delivery through this cluster.
+    pub(super) async fn started(
+        self: &Arc<Self>,
+        kernel: &Arc<Kernel>,
+        tasks: Vec<tokio::task::AbortHandle>,
+    ) -> Result<(), ClusterError> {
+        let cluster = self;
+        *cluster.tasks.lock().unwrap_or_else(|p| p.into_inner()) = tasks;
+        // Incarnations from a range of this node's own (random, 2^40 wide): an incarnation
+        // chosen here for a child spawned elsewhere names one actor on every node.
+        let base = (members::score(&cluster.me, &cluster.session.to_string()) >> 24) << 40;
+        kernel.reseed_incarnations(base.max(1));
+        cluster.send_beat(false).await;
+        if !kernel.join(cluster.clone()) {
+            cluster.stop_tasks();
+            return Err(ClusterError::AlreadyJoined);
+        }
+        tracing::info!(node = %cluster.me, cluster = %cluster.config.name, members = ?cluster.members.names(), "joined the cluster");
+        Ok(())
+    }
+
+    /// The kernel this node serves, while it lives.
+    pub(super) fn kernel(&self) -> Option<Arc<Kernel>> {
+        self.kernel.upgrade()
+    }
+
+    /// A local watcher watches `child`, which runs on `node` behind a stand-in here.
+    pub(super) fn watch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        self.watches.add(node, watcher, child);
+        let frame = Frame::Watch {
+            watcher: wire::address(watcher, &self.me),
+            target: wire::address(child, &self.me),
+        };
+        if !self.send(node, frame) {
+            self.watches.remove(watcher, child);
+            if let Some(kernel) = self.kernel() {
+                kernel.notify_terminated(watcher, child);
+            }
+        }
+    }
+
+    /// A local watcher no longer watches `child` on `node`.
+    pub(super) fn unwatch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        if self.watches.remove(watcher, child) {
+            let frame = Frame::Unwatch {
+                watcher: wire::address(watcher, &self.me),
+                target: wire::address(child, &self.me),
+            };
+            self.send(node, frame);
+        }
+    }
+
+    /// Forwards what a stand-in got to its child on `node`.
+    pub(super) fn forward_user(&self, node: &str, child: &Address, msg: UserMsg) {
+        let frame = match msg {
+            UserMsg::Message(mut envelope) => {
+                if let Some(kernel) = self.kernel() {
+                    kernel.settle(envelope.receipt.take());
+                }
+                Frame::Deliver {
+                    path: child.path.to_string(),
+                    incarnation: Some(child.incarnation),
+                    msg: wire::msg(&envelope, &self.me),
+                }
+            }
+            UserMsg::PoisonPill => Frame::Signal {
+                to: wire::address(child, &self.me),
+                signal: Signal::PoisonPill,
+            },
+        };
+        self.send(node, frame);
+    }
+
+    /// Spawns here the child an actor of `from` asked for.
+    fn spawn_for(&self, kernel: &Arc<Kernel>, frame: SpawnFrame) {
+        let SpawnFrame {
+            parent,
+            path,
+            incarnation,
+            module,
+            init,
+            limits,
+        } = frame;
+        let (Some(parent), Ok(path)) = (
+            wire::parse_address(&parent, &self.me),
+            ActorPath::parse(&path),
+        ) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let child = Address {
+            path: path.clone(),
+            incarnation,
+        };
+        let options = SpawnOptions {
+            mailbox_capacity: usize::try_from(limits.mailbox_capacity).ok(),
+            mailbox_bytes: usize::try_from(limits.mailbox_bytes).ok(),
+            memory_limit: usize::try_from(limits.memory).ok(),
+            cpu_deadline: Some(Duration::from_millis(limits.cpu_deadline_ms)),
+            quotas: Some(Quotas {
+                descendants: usize::try_from(limits.descendants).unwrap_or(usize::MAX),
+                ..kernel.config.quotas
+            }),
+        };
+        let request = SpawnRequest {
+            path,
+            module,
+            init,
+            parent: Some(parent.clone()),
+            limits: Limits::of(&kernel.config, &options),
+            passivate_after: None,
+            reservation: None,
+            incarnation: Some(incarnation),
+        };
+        match kernel.spawn(request) {
+            Ok(spawned) => spawned.task.start(),
+            Err(e) => {
+                tracing::warn!(child = %child, parent = %parent, error = %e, "a child asked for by another node could not start");
+                kernel.child_terminated(Some(&parent), &child);
+            }
+        }
+    }
+
+    /// This node's name.
+    pub(crate) fn node(&self) -> &str {
+        &self.me
+    }
+
+    /// The live nodes, this one included, by name.
+    pub(crate) fn nodes(&self) -> Vec<String> {
+        let mut nodes = self.members.names();
+        nodes.push(self.me.clone());
+        nodes.sort();
+        nodes
+    }
+
+    /// This node's figures.
+    pub(crate) fn stats(&self) -> ClusterStats {
+        ClusterStats {
+            nodes: self.members.names().len(),
+            frames_sent: self.sent.load(Ordering::Relaxed),
+            frames_received: self.received.load(Ordering::Relaxed),
+            malformed: self.malformed.load(Ordering::Relaxed),
+            remote_watches: self.watches.len(),
+            leases: self.leases.held().len(),
+            ..ClusterStats::default()
+        }
+    }
+
+    /// Registers this node's cluster series (under `mote_cluster_`).
+    pub(crate) fn metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let stats = self.stats();
+        let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
+        registry.register(
+            "nodes",
+            "Other live nodes of the cluster",
+            gauge(stats.nodes),
+        );
+        registry.register(
+            "frames_sent",
+            "Frames (messages, watches, signals) sent to other nodes",
+            ConstCounter::new(stats.frames_sent),
+        );
+        registry.register(
+            "frames_received",
+            "Frames received from other nodes",
+            ConstCounter::new(stats.frames_received),
+        );
+        registry.register(
+            "malformed",
+            "Batches and frames from other nodes that did not decode",
+            ConstCounter::new(stats.malformed),
+        );
+        registry.register(
+            "remote_watches",
+            "Watches of actors on other nodes",
+            gauge(stats.remote_watches),
+        );
+        registry.register(
+            "leases",
+            "Entity leases this node holds",
+            gauge(stats.leases),
+        );
+        registry.register(
+            "link_queued",
+            "Frames queued for other nodes, not yet published",
+            gauge(self.out.max_capacity() - self.out.capacity()),
+        );
+    }
+
+    /// Claims the top-level name of `path` for this node: refused if a live node has it.
+    pub(crate) async fn claim(&self, path: &str) -> Result<(), ClusterError> {
+        let Some(name) = routes::top_level(path) else {
+            return Ok(());
+        };
+        let key = routes::key(name);
+        for _ in 0..4 {
+            match self.paths.create(&key, self.me.clone().into()).await {
+                Ok(_) => {
+                    self.routes.set(name.to_owned(), Some(self.me.clone()));
+                    return Ok(());
+                }
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+                Err(e) => return Err(ClusterError::jetstream("claiming a name", e)),
+            }
+            let entry = self
+                .paths
+                .entry(key.clone())
+                .await
+                .map_err(|e| ClusterError::jetstream("reading a claim", e))?;
+            let Some(entry) = entry else { continue };
+            let holder = String::from_utf8_lossy(&entry.value).into_owned();
+            let free = entry.operation != kv::Operation::Put
+                || holder == self.me
+                || !self.members.is_live(&holder);
+            if !free {
+                return Err(ClusterError::Claimed {
+                    path: path.to_owned(),
+                    node: holder,
+                });
+            }
+            if self
+                .paths
+                .update(&key, self.me.clone().into(), entry.revision)
+                .await
+                .is_ok()
+            {
+                self.routes.set(name.to_owned(), Some(self.me.clone()));
+                return Ok(());
+            }
+        }
+        Err(ClusterError::jetstream(
+            "claiming a name",
+            "the claim kept changing under this node",
+        ))
+    }
+
+    /// Claims the top-level name of an actor spawned here without [`Cluster::claim`]: other
+    /// nodes learn where it lives; a conflict (another node spawned it meanwhile) is logged.
+    pub(crate) fn claim_in_background(&self, kernel: &Kernel, path: &str) {
+        if routes::top_level(path).is_none() || self.routes.owner(path).as_deref() == Some(&self.me)
+        {
+            return;
+        }
+        let Some(this) = self.this.upgrade() else {
+            return;
+        };
+        let path = path.to_owned();
+        kernel.runtime.spawn(async move {
+            if let Err(e) = this.claim(&path).await {
+                tracing::error!(path, error = %crate::error::chain(&e), "a top-level actor runs here but its name is not this node's");
+            }
+        });
+    }
+
+    /// Whether a live node other than this one owns the top-level name of `path`.
+    pub(crate) fn owned_elsewhere(&self, path: &str) -> Option<String> {
+        self.routes
+            .owner(path)
+            .filter(|node| *node != self.me && self.members.is_live(node))
+    }
+
+    /// Leaves cleanly: tells the others, gives up leases, stops the tasks. Idempotent.
+    pub(crate) async fn leave(&self) {
+        if self.left.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for (path, revision) in self.leases.held() {
+            let _ = self
+                .leases_kv
+                .delete_expect_revision(routes::key(&path), Some(revision))
+                .await;
+        }
+        // Frames queued before the leave go first: the link publishes in order.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.out.capacity() < self.out.max_capacity()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.send_beat(true).await;
+        let _ = self.client.flush().await;
+        self.stop_tasks();
+        tracing::info!(node = %self.me, "left the cluster");
+    }
+
+    pub(super) fn stop_tasks(&self) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+
+    /// Reads every claim into the routes.
+    pub(super) async fn load_claims(&self) -> Result<(), ClusterError> {
+        let keys = match self.paths.keys().await {
+            Ok(keys) => keys,
+            Err(e) => return Err(ClusterError::jetstream("listing claims", e)),
+        };
+        let keys: Vec<String> = keys.filter_map(|k| async move { k.ok() }).collect().await;
+        for key in keys {
+            if let (Some(name), Ok(Some(value))) = (routes::name(&key), self.paths.get(&key).await)
+            {
+                self.routes
+                    .set(name, Some(String::from_utf8_lossy(&value).into_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes this node's heartbeat (or its leave).
+    pub(super) async fn send_beat(&self, leaving: bool) {
+        let interest = match self.kernel.upgrade() {
+            Some(kernel) => self.caps.messaging.interest(&kernel),
+            None => Default::default(),
+        };
+        let beat = Heartbeat {
+            node: self.me.clone(),
+            session: self.session,
+            leaving,
+            topics: interest.topics,
+            groups: interest.groups,
+            entities: self.caps.persistence.entities.kinds(),
+        };
+        if let Err(e) = self
+            .client
+            .publish(self.names.heartbeats(), wire::encode(&beat).into())
+            .await
+        {
+            tracing::warn!(error = %e, "a heartbeat was not sent");
+        }
+    }
+
+    /// Queues `frame` for `node`; false if the link is full or closed.
+    pub(super) fn send(&self, node: &str, frame: Frame) -> bool {
+        self.out.try_send((node.to_owned(), frame)).is_ok()
+    }
+
+    /// Sends a message for `path` to `node`, or says why it cannot go.
+    pub(super) fn forward(
+        &self,
+        kernel: &Kernel,
+        node: &str,
+        path: &str,
+        incarnation: Option<u64>,
+        mut envelope: Envelope,
+    ) -> Option<Undelivered> {
+        let undelivered = |envelope, reason| {
+            Some(Undelivered {
+                envelope,
+                target: path.to_owned(),
+                reason,
+            })
+        };
+        if !self.members.is_live(node) {
+            return undelivered(envelope, DeadLetterReason::NodeDown);
+        }
+        let frame = Frame::Deliver {
+            path: path.to_owned(),
+            incarnation,
+            msg: wire::msg(&envelope, &self.me),
+        };
+        if !self.send(node, frame) {
+            return undelivered(envelope, DeadLetterReason::Unreachable);
+        }
+        // Handed to NATS: at most once from here (see the module's invariants).
+        kernel.settle(envelope.receipt.take());
+        None
+    }
+
+    /// The node that owns `path` if it is not this one: by qualification, by lease or
+    /// placement for an entity, or by claim.
+    pub(super) fn owner(&self, path: &str) -> Option<String> {
+        if let Some((node, _)) = wire::split_qualified(path) {
+            return (node != self.me).then(|| node.to_owned());
+        }
+        if let Some(node) = self.placement(path) {
+            return (node != self.me).then_some(node);
+        }
+        if let Some(node) = self.proxies.node_of(path) {
+            return Some(node);
+        }
+        self.routes.owner(path).filter(|node| *node != self.me)
+    }
+
+    /// The node where the entity at `path` lives by rendezvous hashing over the live nodes
+    /// that host its kind; `None` if `path` names no entity of a kind hosted anywhere.
+    pub(super) fn placement(&self, path: &str) -> Option<String> {
+        let (kind, _) = entities::split(path)?;
+        let here = self.caps.persistence.entities.kind_of(path).is_some();
+        if !here && !self.members.hosts(kind) {
+            return None;
+        }
+        self.members.place(path, kind, &self.me, here)
+    }
+
+    /// A message for an entity whose activation this node is to hold (placed here, or sent
+    /// here by another node): here once the lease is this node's, else to the lease's node.
+    pub(super) fn entity(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        match self.leases.admit(path, incarnation, envelope) {
+            Admit::Here(envelope) => Err(envelope),
+            Admit::Parked(start) => {
+                if start && let Some(this) = self.this.upgrade() {
+                    kernel.runtime.spawn(take_lease(this, path.to_owned()));
+                }
+                Ok(None)
+            }
+            Admit::Forward(node, envelope) => {
+                Ok(self.forward(kernel, &node, path, incarnation, envelope))
+            }
+        }
+    }
+
+    /// A node is down: its watched actors terminated, its leases are free, actors hear of it.
+    pub(super) fn node_down(&self, node: &str, kernel: &Arc<Kernel>) {
+        tracing::warn!(node, "a node of the cluster is down");
+        for (watcher, target) in self.watches.node_down(node) {
+            kernel.notify_terminated(&watcher, &target);
+        }
+        self.leases.node_down(node);
+        self.proxies.node_down(node);
+        self.announce(kernel, NODE_DOWN_KIND, node);
+    }
+
+    /// Tells this node's subscribers of [`CLUSTER_TOPIC`] that `node` is up or down.
+    pub(super) fn announce(&self, kernel: &Arc<Kernel>, kind: &str, node: &str) {
+        let envelope = Envelope::new(None, kind, node.as_bytes().to_vec());
+        self.caps
+            .messaging
+            .publish_here(kernel, CLUSTER_TOPIC, &envelope);
+    }
+
+    /// Handles one frame from another node.
+    pub(super) fn inbound(&self, kernel: &Arc<Kernel>, frame: Frame) {
+        let me = self.me.as_str();
+        match frame {
+            Frame::Deliver {
+                path,
+                incarnation,
+                msg,
+            } => {
+                let Some(envelope) = wire::envelope(msg, me) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                let path = wire::localize(&path, me);
+                if envelope.kind == TERMINATED_KIND
+                    && let (Some(target), Ok(watcher)) =
+                        (&envelope.sender, crate::address::ActorPath::parse(path))
+                {
+                    let watcher = Address {
+                        path: watcher,
+                        incarnation: incarnation.unwrap_or(0),
+                    };
+                    self.watches.remove(&watcher, target);
+                }
+                let live = kernel.registry.with(path, |a| a.is_some());
+                if !live && self.caps.persistence.entities.is_entity(path) {
+                    match self.entity(kernel, path, incarnation, envelope) {
+                        Ok(None) => {}
+                        Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
+                        Err(envelope) => kernel.deliver_inbound(path, incarnation, envelope),
+                    }
+                    return;
+                }
+                kernel.deliver_inbound(path, incarnation, envelope);
+            }
+            Frame::Watch { watcher, target } => {
+                let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                if !kernel.watch_local(&watcher, &target) {
+                    kernel.notify_terminated(&watcher, &target);
+                }
+            }
+            Frame::Unwatch { watcher, target } => {
+                if let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) {
+                    kernel.unwatch(&watcher, &target);
+                }
+            }
+            Frame::Publish { topic, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps.messaging.publish_here(kernel, &topic, &envelope);
+                }
+            }
+            Frame::BroadcastGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps
+                        .messaging
+                        .broadcast_group_here(kernel, &group, &envelope);
+                }
+            }
+            Frame::Spawn {
+                parent,
+                path,
+                incarnation,
+                module,
+                init,
+                limits,
+            } => self.spawn_for(
+                kernel,
+                SpawnFrame {
+                    parent,
+                    path,
+                    incarnation,
+                    module,
+                    init,
+                    limits,
+                },
+            ),
+            Frame::Signal { to, signal } => self.signalled(kernel, to, signal),
+            Frame::TellGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me)
+                    && !self
+                        .caps
+                        .messaging
+                        .tell_group_here(kernel, &group, envelope.clone())
+                {
+                    kernel.dead_letter(
+                        envelope,
+                        format!("group {group}"),
+                        DeadLetterReason::NoActor,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A signal from another node for `to`, an actor here (a parent, or a child).
+    pub(super) fn signalled(&self, kernel: &Arc<Kernel>, to: (String, u64), signal: Signal) {
+        let me = self.me.as_str();
+        let Some(to) = wire::parse_address(&to, me) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let msg = match signal {
+            Signal::Stop(reason) => SystemMsg::Stop(reason),
+            Signal::PoisonPill => {
+                kernel.registry.with(to.path.as_str(), |a| {
+                    if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                        let _ = a.user.send(UserMsg::PoisonPill);
+                    }
+                });
+                return;
+            }
+            Signal::Directive {
+                directive,
+                delay_ms,
+                cause,
+            } => SystemMsg::Directive {
+                directive,
+                delay: Duration::from_millis(delay_ms),
+                cause,
+            },
+            Signal::Failed { child, kind, error } => match wire::parse_address(&child, me) {
+                Some(child) => SystemMsg::Failed { child, kind, error },
+                None => return,
+            },
+            Signal::ChildTerminated(child) => match wire::parse_address(&child, me) {
+                Some(child) => {
+                    self.proxies.end(&child, End::Terminated);
+                    SystemMsg::ChildTerminated(child)
+                }
+                None => return,
+            },
+        };
+        kernel.registry.with(to.path.as_str(), |a| {
+            if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                a.signal(msg);
+            }
+        });
+    }
+
+    /// This node's actors, for a tree of the cluster.
+    pub(super) fn tree(&self, kernel: &Kernel) -> Vec<RemoteActor> {
+        let mut actors = Vec::new();
+        kernel.registry.for_each(|a| {
+            if a.module.is_some() {
+                actors.push(RemoteActor {
+                    path: a.address.path.to_string(),
+                    incarnation: a.address.incarnation,
+                    module: a.module.as_deref().map(str::to_owned),
+                    mailbox_depth: a.depth.messages(),
+                });
+            }
+        });
+        actors.sort_by(|a, b| a.path.cmp(&b.path));
+        actors
+    }
+}
+
+impl Remote for Cluster {
+    fn node(&self) -> &str {
+        &self.me
+    }
+
+    fn signal(&self, to: &Address, msg: SystemMsg) -> bool {
+        let Some(node) = self.owner(to.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        let me = self.me.as_str();
+        let signal = match msg {
+            SystemMsg::Failed { child, kind, error } => Signal::Failed {
+                child: wire::address(&child, me),
+                kind,
+                error,
+            },
+            SystemMsg::ChildTerminated(child) => Signal::ChildTerminated(wire::address(&child, me)),
+            SystemMsg::Stop(reason) => Signal::Stop(reason),
+            other => {
+                tracing::debug!(?other, "a signal that does not cross nodes");
+                return false;
+            }
+        };
+        self.send(
+            &node,
+            Frame::Signal {
+                to: wire::address(to, me),
+                signal,
+            },
+        )
+    }
+
+    fn spawn_on(
+        &self,
+        kernel: &Arc<Kernel>,
+        node: &str,
+        request: SpawnRequest,
+    ) -> Result<ActorRef, SpawnError> {
+        if !self.members.is_live(node) {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(parent) = request.parent.clone() else {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        };
+        let child = Address {
+            path: request.path.clone(),
+            incarnation: kernel.next_incarnation(),
+        };
+        let (stand_in, mailbox) = mailbox::mailbox(
+            child.clone(),
+            None,
+            Capacity {
+                messages: request.limits.mailbox_capacity,
+                bytes: request.limits.mailbox_bytes,
+            },
+        );
+        if let Err(taken) = kernel.registry.insert(stand_in.clone()) {
+            return Err(SpawnError::NameTaken(taken.address.path.to_string()));
+        }
+        let limits = &request.limits;
+        let frame = Frame::Spawn {
+            parent: wire::address(&parent, &self.me),
+            path: child.path.to_string(),
+            incarnation: child.incarnation,
+            module: request.module,
+            init: request.init,
+            limits: wire::Limits {
+                mailbox_capacity: limits.mailbox_capacity as u64,
+                mailbox_bytes: limits.mailbox_bytes as u64,
+                memory: limits.memory as u64,
+                cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
+                descendants: limits.quotas.descendants as u64,
+            },
+        };
+        let ended = self.proxies.add(node, &child);
+        if !self.send(node, frame) {
+            kernel.registry.remove(&child);
+            self.proxies.end(&child, End::Terminated);
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(this) = self.this.upgrade() else {
+            return Err(SpawnError::ShuttingDown);
+        };
+        kernel.runtime.spawn(proxy::stand_in(
+            this,
+            node.to_owned(),
+            parent,
+            child,
+            mailbox,
+            ended,
+            request.reservation,
+        ));
+        Ok(stand_in)
+    }
+
+    fn route(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        if let Some((node, local)) = wire::split_qualified(path) {
+            if node == self.me {
+                return Ok(kernel.deliver_here(local, incarnation, envelope));
+            }
+            return Ok(self.forward(kernel, node, path, incarnation, envelope));
+        }
+        if !path.starts_with("/user/") {
+            return Err(envelope);
+        }
+        if let Some(node) = self.placement(path) {
+            if node != self.me {
+                return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+            }
+            return self.entity(kernel, path, incarnation, envelope);
+        }
+        if let Some(node) = self.proxies.node_of(path) {
+            return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+        }
+        match self.routes.owner(path) {
+            Some(node) if node != self.me => {
+                Ok(self.forward(kernel, &node, path, incarnation, envelope))
+            }
+            _ => Err(envelope),
+        }
+    }
+
+    fn watch(&self, watcher: &Address, target: &Address) -> bool {
+        let Some(node) = self.owner(target.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        self.watches.add(&node, watcher, target);
+        let frame = Frame::Watch {
+            watcher: wire::address(watcher, &self.me),
+            target: wire::address(target, &self.me),
+        };
+        if !self.send(&node, frame) {
+            self.watches.remove(watcher, target);
+            return false;
+        }
+        true
+    }
+
+    fn unwatch(&self, watcher: &Address, target: &Address) {
+        if !self.watches.remove(watcher, target) {
+            return;
+        }
+        if let Some(node) = self.owner(target.path.as_str()) {
+            self.send(
+                &node,
+                Frame::Unwatch {
+                    watcher: wire::address(watcher, &self.me),
+                    target: wire::address(target, &self.me),
+                },
+            );
+        }
+    }
+
+    fn released(&self, actor: &Address) {
+        let path = actor.path.as_str();
+        let Some(kernel) = self.kernel.upgrade() else {
+            return;
+        };
+        // A new activation that took the path meanwhile keeps the lease.
+        if kernel.registry.with(path, |a| a.is_some()) {
+            return;
+        }
+        if let Some(revision) = self.leases.release(path) {
+            let kv = self.leases_kv.clone();
+            let key = routes::key(path);
+            kernel.runtime.spawn(async move {
+                if let Err(e) = kv.delete_expect_revision(key, Some(revision)).await {
+                    tracing::debug!(error = %e, "an entity lease was not released");
+                }
+            });
+        }
+    }
+
+    fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count) in self.members.subscribed(topic) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::Publish {
+                    topic: topic.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count, _) in self.members.in_group(group) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::BroadcastGroup {
+                    group: group.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn tell_group(
+        &self,
+        group: &str,
+        local: Option<usize>,
+        envelope: Envelope,
+    ) -> Result<(), Envelope> {
+        let best = self
+            .members
+            .in_group(group)
+            .into_iter()
+            .min_by_key(|(_, _, shortest)| *shortest);
+        let Some((node, _, shortest)) = best else {
+            return Err(envelope);
+        };
+        if local.is_some_and(|l| l as u64 <= shortest) {
+            return Err(envelope);
+        }
+        let msg = wire::msg(&envelope, &self.me);
+        if !self.send(
+            &node,
+            Frame::TellGroup {
+                group: group.to_owned(),
+                msg,
+            },
+        ) {
+            return Err(envelope);
+        }
+        // Until its next beat, count what this node sent there.
+        self.members.queued(&node, group);
+        Ok(())
+    }
+}
+
+impl proxy::Through for Cluster {
+    fn node(&self) -> &str {
+        &self.me
+    }
+    fn kernel(&self) -> Option<Arc<Kernel>> {
+        self.kernel.upgrade()
+    }
+    fn send(&self, node: &str, frame: Frame) -> bool {
+        Cluster::send(self, node, frame)
+    }
+    fn watch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        Cluster::watch_through(self, node, watcher, child);
+    }
+    fn unwatch_through(&self, node: &str, watcher: &Address, child: &Address) {
+        Cluster::unwatch_through(self, node, watcher, child);
+    }
+    fn forward_user(&self, node: &str, child: &Address, msg: UserMsg) {
+        Cluster::forward_user(self, node, child, msg);
+    }
+}
+
+/// Takes the lease of the entity at `path`, then lets what waited for it go.
+async fn take_lease(cluster: Arc<Cluster>, path: String) {
+    let Some(kernel) = cluster.kernel.upgrade() else {
+        return;
+    };
+    let outcome = lease_outcome(&cluster, &path).await;
+    match outcome {
+        Ok(Ok(revision)) => loop {
+            let parked = cluster.leases.taken(&path, revision);
+            if parked.is_empty() {
+                break;
+            }
+            for (incarnation, envelope) in parked {
+                if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        },
+        Ok(Err(holder)) => loop {
+            let parked = cluster.leases.elsewhere(&path, &holder);
+            if parked.is_empty() {
+                break;
+            }
+            for (incarnation, envelope) in parked {
+                if let Some(u) = cluster.forward(&kernel, &holder, &path, incarnation, envelope) {
+                    kernel.dead_letter(u.envelope, u.target, u.reason);
+                }
+            }
+        },
+        Err(e) => {
+            tracing::warn!(path, error = %e, "an entity lease could not be taken");
+            for (_, envelope) in cluster.leases.failed(&path) {
+                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
+            }
+        }
+    }
+}
+
+/// The lease's new revision if this node took it, or the live node that holds it.
+async fn lease_outcome(cluster: &Cluster, path: &str) -> Result<Result<u64, String>, ClusterError> {
+    let key = routes::key(path);
+    let kv = &cluster.leases_kv;
+    for _ in 0..4 {
+        match kv.create(&key, cluster.me.clone().into()).await {
+            Ok(revision) => return Ok(Ok(revision)),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ClusterError::jetstream("taking a lease", e)),
+        }
+        let Some(entry) = kv
+            .entry(key.clone())
+            .await
+            .map_err(|e| ClusterError::jetstream("reading a lease", e))?
+        else {
+            continue;
+        };
+        let holder = String::from_utf8_lossy(&entry.value).into_owned();
+        if entry.operation == kv::Operation::Put
+            && holder != cluster.me
+            && cluster.members.is_live(&holder)
+        {
+            return Ok(Err(holder));
+        }
+        // Free, ours from an earlier run, or held by a node that is down: take it over.
+        if let Ok(revision) = kv
+            .update(&key, cluster.me.clone().into(), entry.revision)
+            .await
+        {
+            return Ok(Ok(revision));
+        }
+    }
+    Err(ClusterError::jetstream(
+        "taking a lease",
+        "the lease kept changing under this node",
+    ))
+}
