@@ -324,12 +324,20 @@ async fn a_taken_node_name_is_refused_and_a_bad_one_too() {
         again.join_cluster(config(&nats, "a.b")).await,
         Err(ClusterError::InvalidName { .. })
     ));
+    // Another cluster on the same server is another name space: `a` is free there, and
+    // neither sees the other's nodes.
+    let mut other = config(&nats, "a");
+    other.name = "other".to_owned();
+    again.join_cluster(other).await.expect("a in the other cluster");
+    assert_eq!(again.cluster_nodes(), ["a"]);
+    assert_eq!(a.cluster_nodes(), ["a"]);
+    let elsewhere = system_with(&[]);
     let unreachable = ClusterConfig::new(
         format!("nats://127.0.0.1:{}", mote_tests::nats::free_port()),
         "z",
     );
     assert!(matches!(
-        again.join_cluster(unreachable).await,
+        elsewhere.join_cluster(unreachable).await,
         Err(ClusterError::Connect { .. })
     ));
     a.shutdown().await.ok();
@@ -401,4 +409,59 @@ async fn a_parent_supervises_and_stops_children_it_spawned_on_another_node() {
     assert_eq!(ended, ["/user/sup2/c0", "/user/sup2/c1"]);
     wait_until(|| a.lookup("/user/sup2/c0").is_none()).await;
     a.shutdown().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_entity_lease_moved_stops_its_activation() {
+    let nats = NatsServer::start(&[]);
+    let dirs = [TempDir::new("lease-a"), TempDir::new("lease-b")];
+    let mut systems = Vec::new();
+    for (dir, name) in dirs.iter().zip(["a", "b"]) {
+        let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
+        system
+            .register_entity("carts", "entity", EntityOptions::default())
+            .expect("entity kind");
+        system.join_cluster(config(&nats, name)).await.expect("join");
+        systems.push(system);
+    }
+    let (a, b) = (&systems[0], &systems[1]);
+    all_see(&[a, b], 2).await;
+    // An entity that lives on a.
+    let mut id = None;
+    for i in 0..100 {
+        let cart = format!("/user/carts/{i}");
+        let _: EntityValue = ask_as(a, &cart, &Entity::Get).await;
+        if a.lookup(&cart).is_some() {
+            id = Some(cart);
+            break;
+        }
+    }
+    let id = id.expect("some cart lives on a");
+
+    // Behind a's back (a partition would do this), b's name is written into the lease.
+    let client = async_nats::connect(nats.url.as_str()).await.expect("nats");
+    let leases = async_nats::jetstream::new(client)
+        .get_key_value("mote-mote-leases")
+        .await
+        .expect("the lease bucket");
+    let key: String = id
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+                char::from(b).to_string()
+            } else {
+                format!("={b:02X}")
+            }
+        })
+        .collect();
+    leases.put(&key, "b".into()).await.expect("moved");
+
+    // a notices within a failure timeout and stops its activation; the entity lives on b next.
+    wait_until(|| a.lookup(&id).is_none()).await;
+    let value: EntityValue = ask_as(a, &id, &Entity::Get).await;
+    assert_eq!(value.activations, 1, "a fresh activation on b (node-local state)");
+    assert!(b.lookup(&id).is_some() && a.lookup(&id).is_none());
+    for system in systems {
+        system.shutdown().await.ok();
+    }
 }

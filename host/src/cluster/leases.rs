@@ -110,6 +110,17 @@ impl Leases {
         }
     }
 
+    /// The lease of `path` at `revision` is no longer this node's (another took it over);
+    /// true if it was held here at that revision.
+    pub(crate) fn lost(&self, path: &str, revision: u64) -> bool {
+        let mut leases = self.lock();
+        let held = matches!(leases.get(path), Some(Lease::Held(r)) if *r == revision);
+        if held {
+            leases.remove(path);
+        }
+        held
+    }
+
     /// `node` is down: the leases it held are free to take again.
     pub(crate) fn node_down(&self, node: &str) {
         self.lock()

@@ -45,7 +45,7 @@ pub(crate) use self::node::Cluster;
 use self::node::Opened;
 pub use self::node::{CLUSTER_TOPIC, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND};
 pub use self::outside::{RemoteActor, cluster_tree};
-use self::tasks::{answer, beat, follow_claims, hear, link, receive};
+use self::tasks::{answer, beat, check_leases, follow_claims, hear, link, receive};
 use crate::caps::Caps;
 use crate::kernel::Kernel;
 
@@ -71,6 +71,7 @@ pub(crate) async fn join(
             .abort_handle(),
         runtime.spawn(hear(cluster.clone(), beats)).abort_handle(),
         runtime.spawn(beat(cluster.clone())).abort_handle(),
+        runtime.spawn(check_leases(cluster.clone())).abort_handle(),
         runtime
             .spawn(answer(cluster.clone(), control))
             .abort_handle(),

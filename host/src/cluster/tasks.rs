@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use super::members::Change;
 use super::node::{Cluster, NODE_UP_KIND};
 use super::routes;
+use crate::message::StopReason;
 use super::wire::{self, Frame, Heartbeat};
 
 /// Publishes queued frames, batched per node, in queue order.
@@ -121,6 +122,36 @@ pub(super) async fn beat(cluster: Arc<Cluster>) {
             .expire(cluster.config.failure_timeout, Instant::now())
         {
             cluster.node_down(&node, &kernel);
+        }
+    }
+}
+
+/// Checks, once per failure timeout, that the leases this node holds are still its own: a
+/// node that was taken for down (a pause, a partition) and whose entity moved meanwhile stops
+/// its activation instead of running beside the new one.
+pub(super) async fn check_leases(cluster: Arc<Cluster>) {
+    let mut tick = tokio::time::interval(cluster.config.failure_timeout);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(kernel) = cluster.kernel.upgrade() else {
+            return;
+        };
+        for (path, revision) in cluster.leases.held() {
+            let entry = match cluster.leases_kv.entry(routes::key(&path)).await {
+                Ok(entry) => entry,
+                // The store cannot say: keep what is held, ask again next time.
+                Err(_) => continue,
+            };
+            let ours = entry.is_some_and(|e| {
+                e.revision == revision
+                    && e.operation == kv::Operation::Put
+                    && e.value.as_ref() == cluster.me.as_bytes()
+            });
+            if !ours && cluster.leases.lost(&path, revision) {
+                tracing::warn!(path, "an entity lease moved to another node; its activation here stops");
+                kernel.stop(&path, StopReason::Normal);
+            }
         }
     }
 }
