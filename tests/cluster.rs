@@ -324,11 +324,27 @@ async fn a_taken_node_name_is_refused_and_a_bad_one_too() {
         again.join_cluster(config(&nats, "a.b")).await,
         Err(ClusterError::InvalidName { .. })
     ));
+    // Two nodes that start under one free name at the same moment: exactly one joins.
+    let (x, y) = (system_with(&[]), system_with(&[]));
+    let (first, second) = tokio::join!(
+        x.join_cluster(config(&nats, "twin")),
+        y.join_cluster(config(&nats, "twin"))
+    );
+    assert!(
+        first.is_ok() != second.is_ok(),
+        "one twin joins: {first:?} {second:?}"
+    );
+    x.shutdown().await.ok();
+    y.shutdown().await.ok();
+
     // Another cluster on the same server is another name space: `a` is free there, and
     // neither sees the other's nodes.
     let mut other = config(&nats, "a");
     other.name = "other".to_owned();
-    again.join_cluster(other).await.expect("a in the other cluster");
+    again
+        .join_cluster(other)
+        .await
+        .expect("a in the other cluster");
     assert_eq!(again.cluster_nodes(), ["a"]);
     assert_eq!(a.cluster_nodes(), ["a"]);
     let elsewhere = system_with(&[]);
@@ -421,7 +437,10 @@ async fn a_node_whose_entity_lease_moved_stops_its_activation() {
         system
             .register_entity("carts", "entity", EntityOptions::default())
             .expect("entity kind");
-        system.join_cluster(config(&nats, name)).await.expect("join");
+        system
+            .join_cluster(config(&nats, name))
+            .await
+            .expect("join");
         systems.push(system);
     }
     let (a, b) = (&systems[0], &systems[1]);
@@ -459,7 +478,10 @@ async fn a_node_whose_entity_lease_moved_stops_its_activation() {
     // a notices within a failure timeout and stops its activation; the entity lives on b next.
     wait_until(|| a.lookup(&id).is_none()).await;
     let value: EntityValue = ask_as(a, &id, &Entity::Get).await;
-    assert_eq!(value.activations, 1, "a fresh activation on b (node-local state)");
+    assert_eq!(
+        value.activations, 1,
+        "a fresh activation on b (node-local state)"
+    );
     assert!(b.lookup(&id).is_some() && a.lookup(&id).is_none());
     for system in systems {
         system.shutdown().await.ok();

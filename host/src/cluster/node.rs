@@ -90,6 +90,8 @@ pub(crate) struct Cluster {
     pub(super) names: Names,
     pub(super) client: async_nats::Client,
     pub(super) paths: kv::Store,
+    /// Node names taken in the cluster.
+    pub(super) nodes: kv::Store,
     pub(super) leases_kv: kv::Store,
     pub(super) members: Members,
     pub(super) routes: Routes,
@@ -138,15 +140,30 @@ impl Cluster {
         // Hear the cluster for a little more than one beat: a live node with our name would
         // have spoken, and every live node is known before the first send.
         let members = Members::default();
-        let listen_until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
-        while let Ok(Some(message)) = tokio::time::timeout_at(listen_until, beats.next()).await {
-            let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
-                continue;
-            };
-            if beat.node == config.node && !beat.leaving {
-                return Err(ClusterError::NameTaken(config.node.clone()));
+        listen(&mut beats, &members, &config).await?;
+        // The name is taken in key-value by create, so two nodes starting under one name at
+        // once cannot both pass. A key left by a node that died is taken over once a second
+        // listen hears nobody beat under the name.
+        let nodes = bucket(&js, names.bucket("nodes")).await?;
+        let me = config.node.as_str();
+        match nodes.create(me, session.to_string().into()).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let revision = nodes
+                    .entry(me)
+                    .await
+                    .map_err(|e| ClusterError::jetstream("reading a node name", e))?
+                    .map_or(0, |e| e.revision);
+                listen(&mut beats, &members, &config).await?;
+                if nodes
+                    .update(me, session.to_string().into(), revision)
+                    .await
+                    .is_err()
+                {
+                    return Err(ClusterError::NameTaken(config.node.clone()));
+                }
             }
-            members.heard(beat, Instant::now());
+            Err(e) => return Err(ClusterError::jetstream("taking the node name", e)),
         }
         let (out, outbox) = mpsc::channel(config.link_capacity.max(1));
         let cluster = Arc::new_cyclic(|this| Cluster {
@@ -156,6 +173,7 @@ impl Cluster {
             names,
             client,
             paths,
+            nodes,
             leases_kv,
             members,
             routes: Routes::default(),
@@ -476,6 +494,8 @@ impl Cluster {
                 .delete_expect_revision(routes::key(&path), Some(revision))
                 .await;
         }
+        // The name is free at once for a node that starts under it next.
+        let _ = self.nodes.delete(&self.me).await;
         // Frames queued before the leave go first: the link publishes in order.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         while self.out.capacity() < self.out.max_capacity()
@@ -1061,6 +1081,26 @@ impl Remote for Cluster {
         self.members.queued(&node, group);
         Ok(())
     }
+}
+
+/// Hears heartbeats for one beat and a half into `members`; a live node named as this one
+/// refuses the join.
+async fn listen(
+    beats: &mut async_nats::Subscriber,
+    members: &Members,
+    config: &ClusterConfig,
+) -> Result<(), ClusterError> {
+    let until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
+    while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
+        let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
+            continue;
+        };
+        if beat.node == config.node && !beat.leaving {
+            return Err(ClusterError::NameTaken(config.node.clone()));
+        }
+        members.heard(beat, Instant::now());
+    }
+    Ok(())
 }
 
 impl proxy::Through for Cluster {

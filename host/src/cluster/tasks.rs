@@ -18,8 +18,8 @@ use tokio::sync::mpsc;
 use super::members::Change;
 use super::node::{Cluster, NODE_UP_KIND};
 use super::routes;
-use crate::message::StopReason;
 use super::wire::{self, Frame, Heartbeat};
+use crate::message::StopReason;
 
 /// Publishes queued frames, batched per node, in queue order.
 pub(super) async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {
@@ -149,7 +149,10 @@ pub(super) async fn check_leases(cluster: Arc<Cluster>) {
                     && e.value.as_ref() == cluster.me.as_bytes()
             });
             if !ours && cluster.leases.lost(&path, revision) {
-                tracing::warn!(path, "an entity lease moved to another node; its activation here stops");
+                tracing::warn!(
+                    path,
+                    "an entity lease moved to another node; its activation here stops"
+                );
                 kernel.stop(&path, StopReason::Normal);
             }
         }
