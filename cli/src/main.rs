@@ -376,19 +376,23 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             let mut config = mote_host::ClusterConfig::new(url, "mote-cli");
             config.name = cluster_name;
             config.token = cluster_token.or_else(|| std::env::var("MOTE_CLUSTER_TOKEN").ok());
-            for (node, actors) in mote_host::cluster_tree(&config).await? {
-                for actor in actors {
-                    let depth = actor.path.matches('/').count().saturating_sub(1);
-                    println!(
-                        "{:indent$}{} #{} {} mailbox={} node={node}",
-                        "",
-                        actor.path,
-                        actor.incarnation,
-                        actor.module.as_deref().unwrap_or("-"),
-                        actor.mailbox_depth,
-                        indent = depth * 2
-                    );
-                }
+            let mut actors: Vec<(String, mote_host::RemoteActor)> = mote_host::cluster_tree(&config)
+                .await?
+                .into_iter()
+                .flat_map(|(node, actors)| actors.into_iter().map(move |a| (node.clone(), a)))
+                .collect();
+            actors.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+            for (node, actor) in actors {
+                let depth = actor.path.matches('/').count().saturating_sub(1);
+                println!(
+                    "{:indent$}{} #{} {} mailbox={} node={node}",
+                    "",
+                    actor.path,
+                    actor.incarnation,
+                    actor.module.as_deref().unwrap_or("-"),
+                    actor.mailbox_depth,
+                    indent = depth * 2
+                );
             }
             Ok(())
         }
@@ -494,6 +498,12 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             );
             for (path, why) in &summary.failed {
                 println!("  {path}: {why} (the old version keeps running)");
+            }
+            for (node, actors, trouble) in &summary.nodes {
+                match trouble {
+                    Some(why) => println!("  node {node}: {why}"),
+                    None => println!("  node {node}: {} actor(s)", actors.len()),
+                }
             }
             if let Some(canary) = &summary.canary {
                 for (path, why) in &canary.stuck {
