@@ -12,13 +12,16 @@
 //!
 //! # Layers
 //!
-//! Each module imports only from the layers below it. The one way back up is the kernel's
+//! Each module imports only from the layers below it. The ways back up are the kernel's
 //! [`Extensions`](kernel::Extensions) trait, which the actor layer implements to start actors
-//! and to let the capabilities see deliveries.
+//! and to let the capabilities see deliveries, and its `remote::Remote`, which a cluster
+//! implements to take what no local actor holds.
 //!
 //! ```text
 //!  system      ActorSystem, Probe, Replay: the public API; wires the layers at start
 //!    │         (wiring) · metrics (the OpenMetrics scrape)
+//!  cluster     a cluster on NATS: node (what it does for the kernel's `remote::Remote`) ·
+//!    │         tasks · wire · members · routes · leases · watches · proxy · modules · upgrades
 //!  deploy      upgrade (rolling hot swap) · canary (a few first, watched, then the rest or
 //!    │         back) · modules (registry, checks, compiled cache, records) · manifest
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
