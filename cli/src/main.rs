@@ -376,11 +376,12 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             let mut config = mote_host::ClusterConfig::new(url, "mote-cli");
             config.name = cluster_name;
             config.token = cluster_token.or_else(|| std::env::var("MOTE_CLUSTER_TOKEN").ok());
-            let mut actors: Vec<(String, mote_host::RemoteActor)> = mote_host::cluster_tree(&config)
-                .await?
-                .into_iter()
-                .flat_map(|(node, actors)| actors.into_iter().map(move |a| (node.clone(), a)))
-                .collect();
+            let mut actors: Vec<(String, mote_host::RemoteActor)> =
+                mote_host::cluster_tree(&config)
+                    .await?
+                    .into_iter()
+                    .flat_map(|(node, actors)| actors.into_iter().map(move |a| (node.clone(), a)))
+                    .collect();
             actors.sort_by(|a, b| a.1.path.cmp(&b.1.path));
             for (node, actor) in actors {
                 let depth = actor.path.matches('/').count().saturating_sub(1);

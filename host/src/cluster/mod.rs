@@ -26,12 +26,14 @@
 //!   handed to NATS (the cluster-durability work makes it exactly once).
 
 mod config;
+mod inbound;
 mod leases;
 mod members;
 pub(crate) mod modules;
 mod node;
 mod outside;
 mod proxy;
+mod remote;
 mod routes;
 mod tasks;
 pub(crate) mod upgrades;

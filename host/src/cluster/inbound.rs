@@ -1,0 +1,231 @@
+//! What a node does with what other nodes send it: deliveries (an entity's under its lease),
+//! watches, publishes and group sends, signals between a parent and a child on two nodes, and
+//! spawns of children asked for by their parent's node.
+//!
+//! Invariants: a frame is delivered here or dead-lettered here, never routed onwards (but for
+//! an entity whose lease another node holds: one hop, to that node); an address that does not
+//! parse is counted as malformed and dropped.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::node::Cluster;
+use super::proxy::End;
+use super::wire::{self, Frame, Signal};
+use crate::actor::mailbox::{SystemMsg, UserMsg};
+use crate::address::{ActorPath, Address};
+use crate::kernel::deadletters::DeadLetterReason;
+use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
+use crate::kernel::{Kernel, TERMINATED_KIND};
+use crate::quota::Quotas;
+
+/// A spawn another node asked for, as its frame carries it.
+struct SpawnFrame {
+    parent: (String, u64),
+    path: String,
+    incarnation: u64,
+    module: String,
+    init: Vec<u8>,
+    limits: wire::Limits,
+}
+
+impl Cluster {
+    /// Handles one frame from another node.
+    pub(super) fn inbound(&self, kernel: &Arc<Kernel>, frame: Frame) {
+        let me = self.me.as_str();
+        match frame {
+            Frame::Deliver {
+                path,
+                incarnation,
+                msg,
+            } => {
+                let Some(envelope) = wire::envelope(msg, me) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                let path = wire::localize(&path, me);
+                if envelope.kind == TERMINATED_KIND
+                    && let (Some(target), Ok(watcher)) =
+                        (&envelope.sender, crate::address::ActorPath::parse(path))
+                {
+                    let watcher = Address {
+                        path: watcher,
+                        incarnation: incarnation.unwrap_or(0),
+                    };
+                    self.watches.remove(&watcher, target);
+                }
+                let live = kernel.registry.with(path, |a| a.is_some());
+                if !live && self.caps.persistence.entities.is_entity(path) {
+                    match self.entity(kernel, path, incarnation, envelope) {
+                        Ok(None) => {}
+                        Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
+                        Err(envelope) => kernel.deliver_inbound(path, incarnation, envelope),
+                    }
+                    return;
+                }
+                kernel.deliver_inbound(path, incarnation, envelope);
+            }
+            Frame::Watch { watcher, target } => {
+                let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) else {
+                    self.malformed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                if !kernel.watch_local(&watcher, &target) {
+                    kernel.notify_terminated(&watcher, &target);
+                }
+            }
+            Frame::Unwatch { watcher, target } => {
+                if let (Some(watcher), Some(target)) = (
+                    wire::parse_address(&watcher, me),
+                    wire::parse_address(&target, me),
+                ) {
+                    kernel.unwatch(&watcher, &target);
+                }
+            }
+            Frame::Publish { topic, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps.messaging.publish_here(kernel, &topic, &envelope);
+                }
+            }
+            Frame::BroadcastGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me) {
+                    self.caps
+                        .messaging
+                        .broadcast_group_here(kernel, &group, &envelope);
+                }
+            }
+            Frame::Spawn {
+                parent,
+                path,
+                incarnation,
+                module,
+                init,
+                limits,
+            } => self.spawn_for(
+                kernel,
+                SpawnFrame {
+                    parent,
+                    path,
+                    incarnation,
+                    module,
+                    init,
+                    limits,
+                },
+            ),
+            Frame::Signal { to, signal } => self.signalled(kernel, to, signal),
+            Frame::TellGroup { group, msg } => {
+                if let Some(envelope) = wire::envelope(msg, me)
+                    && !self
+                        .caps
+                        .messaging
+                        .tell_group_here(kernel, &group, envelope.clone())
+                {
+                    kernel.dead_letter(
+                        envelope,
+                        format!("group {group}"),
+                        DeadLetterReason::NoActor,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A signal from another node for `to`, an actor here (a parent, or a child).
+    pub(super) fn signalled(&self, kernel: &Arc<Kernel>, to: (String, u64), signal: Signal) {
+        let me = self.me.as_str();
+        let Some(to) = wire::parse_address(&to, me) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let msg = match signal {
+            Signal::Stop(reason) => SystemMsg::Stop(reason),
+            Signal::PoisonPill => {
+                kernel.registry.with(to.path.as_str(), |a| {
+                    if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                        let _ = a.user.send(UserMsg::PoisonPill);
+                    }
+                });
+                return;
+            }
+            Signal::Directive {
+                directive,
+                delay_ms,
+                cause,
+            } => SystemMsg::Directive {
+                directive,
+                delay: Duration::from_millis(delay_ms),
+                cause,
+            },
+            Signal::Failed { child, kind, error } => match wire::parse_address(&child, me) {
+                Some(child) => SystemMsg::Failed { child, kind, error },
+                None => return,
+            },
+            Signal::ChildTerminated(child) => match wire::parse_address(&child, me) {
+                Some(child) => {
+                    self.proxies.end(&child, End::Terminated);
+                    SystemMsg::ChildTerminated(child)
+                }
+                None => return,
+            },
+        };
+        kernel.registry.with(to.path.as_str(), |a| {
+            if let Some(a) = a.filter(|a| a.address.incarnation == to.incarnation) {
+                a.signal(msg);
+            }
+        });
+    }
+
+    /// Spawns here the child an actor of `from` asked for.
+    fn spawn_for(&self, kernel: &Arc<Kernel>, frame: SpawnFrame) {
+        let SpawnFrame {
+            parent,
+            path,
+            incarnation,
+            module,
+            init,
+            limits,
+        } = frame;
+        let (Some(parent), Ok(path)) = (
+            wire::parse_address(&parent, &self.me),
+            ActorPath::parse(&path),
+        ) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let child = Address {
+            path: path.clone(),
+            incarnation,
+        };
+        let options = SpawnOptions {
+            mailbox_capacity: usize::try_from(limits.mailbox_capacity).ok(),
+            mailbox_bytes: usize::try_from(limits.mailbox_bytes).ok(),
+            memory_limit: usize::try_from(limits.memory).ok(),
+            cpu_deadline: Some(Duration::from_millis(limits.cpu_deadline_ms)),
+            quotas: Some(Quotas {
+                descendants: usize::try_from(limits.descendants).unwrap_or(usize::MAX),
+                ..kernel.config.quotas
+            }),
+        };
+        let request = SpawnRequest {
+            path,
+            module,
+            init,
+            parent: Some(parent.clone()),
+            limits: Limits::of(&kernel.config, &options),
+            passivate_after: None,
+            reservation: None,
+            incarnation: Some(incarnation),
+        };
+        match kernel.spawn(request) {
+            Ok(spawned) => spawned.task.start(),
+            Err(e) => {
+                tracing::warn!(child = %child, parent = %parent, error = %e, "a child asked for by another node could not start");
+                kernel.child_terminated(Some(&parent), &child);
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! What a node does for its kernel: the `Remote` side of delivery. A message, a watch, a
+//! signal or a spawn for a path no local actor holds goes to the node that owns the path; a
+//! publish or a group send also goes to the nodes whose last beat named the topic or group.
+//!
+//! Invariants: those of the cluster's module (`super`): a path that lives here is never sent
+//! away, nothing here blocks a sender, and an unknown or dead node is a typed refusal.
+
+use std::sync::Arc;
+
+use super::node::Cluster;
+use super::proxy::{self, End};
+use super::routes;
+use super::wire::{self, Frame, Signal};
+use crate::actor::mailbox::{self, ActorRef, Capacity, SystemMsg};
+use crate::address::Address;
+use crate::error::SpawnError;
+use crate::kernel::remote::Remote;
+use crate::kernel::spawn::SpawnRequest;
+use crate::kernel::{Kernel, Undelivered};
+use crate::message::Envelope;
+
+impl Remote for Cluster {
+    fn node(&self) -> &str {
+        &self.me
+    }
+
+    fn signal(&self, to: &Address, msg: SystemMsg) -> bool {
+        let Some(node) = self.owner(to.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        let me = self.me.as_str();
+        let signal = match msg {
+            SystemMsg::Failed { child, kind, error } => Signal::Failed {
+                child: wire::address(&child, me),
+                kind,
+                error,
+            },
+            SystemMsg::ChildTerminated(child) => Signal::ChildTerminated(wire::address(&child, me)),
+            SystemMsg::Stop(reason) => Signal::Stop(reason),
+            other => {
+                tracing::debug!(?other, "a signal that does not cross nodes");
+                return false;
+            }
+        };
+        self.send(
+            &node,
+            Frame::Signal {
+                to: wire::address(to, me),
+                signal,
+            },
+        )
+    }
+
+    fn spawn_on(
+        &self,
+        kernel: &Arc<Kernel>,
+        node: &str,
+        request: SpawnRequest,
+    ) -> Result<ActorRef, SpawnError> {
+        if !self.members.is_live(node) {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(parent) = request.parent.clone() else {
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        };
+        let child = Address {
+            path: request.path.clone(),
+            incarnation: kernel.next_incarnation(),
+        };
+        let (stand_in, mailbox) = mailbox::mailbox(
+            child.clone(),
+            None,
+            Capacity {
+                messages: request.limits.mailbox_capacity,
+                bytes: request.limits.mailbox_bytes,
+            },
+        );
+        if let Err(taken) = kernel.registry.insert(stand_in.clone()) {
+            return Err(SpawnError::NameTaken(taken.address.path.to_string()));
+        }
+        let limits = &request.limits;
+        let frame = Frame::Spawn {
+            parent: wire::address(&parent, &self.me),
+            path: child.path.to_string(),
+            incarnation: child.incarnation,
+            module: request.module,
+            init: request.init,
+            limits: wire::Limits {
+                mailbox_capacity: limits.mailbox_capacity as u64,
+                mailbox_bytes: limits.mailbox_bytes as u64,
+                memory: limits.memory as u64,
+                cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
+                descendants: limits.quotas.descendants as u64,
+            },
+        };
+        let ended = self.proxies.add(node, &child);
+        if !self.send(node, frame) {
+            kernel.registry.remove(&child);
+            self.proxies.end(&child, End::Terminated);
+            return Err(SpawnError::UnknownNode(node.to_owned()));
+        }
+        let Some(this) = self.this.upgrade() else {
+            return Err(SpawnError::ShuttingDown);
+        };
+        kernel.runtime.spawn(proxy::stand_in(
+            this,
+            node.to_owned(),
+            parent,
+            child,
+            mailbox,
+            ended,
+            request.reservation,
+        ));
+        Ok(stand_in)
+    }
+
+    fn route(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+    ) -> Result<Option<Undelivered>, Envelope> {
+        if let Some((node, local)) = wire::split_qualified(path) {
+            if node == self.me {
+                return Ok(kernel.deliver_here(local, incarnation, envelope));
+            }
+            return Ok(self.forward(kernel, node, path, incarnation, envelope));
+        }
+        if !path.starts_with("/user/") {
+            return Err(envelope);
+        }
+        if let Some(node) = self.placement(path) {
+            if node != self.me {
+                return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+            }
+            return self.entity(kernel, path, incarnation, envelope);
+        }
+        if let Some(node) = self.proxies.node_of(path) {
+            return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+        }
+        match self.routes.owner(path) {
+            Some(node) if node != self.me => {
+                Ok(self.forward(kernel, &node, path, incarnation, envelope))
+            }
+            _ => Err(envelope),
+        }
+    }
+
+    fn watch(&self, watcher: &Address, target: &Address) -> bool {
+        let Some(node) = self.owner(target.path.as_str()) else {
+            return false;
+        };
+        if !self.members.is_live(&node) {
+            return false;
+        }
+        self.watches.add(&node, watcher, target);
+        let frame = Frame::Watch {
+            watcher: wire::address(watcher, &self.me),
+            target: wire::address(target, &self.me),
+        };
+        if !self.send(&node, frame) {
+            self.watches.remove(watcher, target);
+            return false;
+        }
+        true
+    }
+
+    fn unwatch(&self, watcher: &Address, target: &Address) {
+        if !self.watches.remove(watcher, target) {
+            return;
+        }
+        if let Some(node) = self.owner(target.path.as_str()) {
+            self.send(
+                &node,
+                Frame::Unwatch {
+                    watcher: wire::address(watcher, &self.me),
+                    target: wire::address(target, &self.me),
+                },
+            );
+        }
+    }
+
+    fn released(&self, actor: &Address) {
+        let path = actor.path.as_str();
+        let Some(kernel) = self.kernel.upgrade() else {
+            return;
+        };
+        // A new activation that took the path meanwhile keeps the lease.
+        if kernel.registry.with(path, |a| a.is_some()) {
+            return;
+        }
+        if let Some(revision) = self.leases.release(path) {
+            let kv = self.leases_kv.clone();
+            let key = routes::key(path);
+            kernel.runtime.spawn(async move {
+                if let Err(e) = kv.delete_expect_revision(key, Some(revision)).await {
+                    tracing::debug!(error = %e, "an entity lease was not released");
+                }
+            });
+        }
+    }
+
+    fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count) in self.members.subscribed(topic) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::Publish {
+                    topic: topic.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32 {
+        let mut reached = 0;
+        for (node, count, _) in self.members.in_group(group) {
+            let msg = wire::msg(envelope, &self.me);
+            if self.send(
+                &node,
+                Frame::BroadcastGroup {
+                    group: group.to_owned(),
+                    msg,
+                },
+            ) {
+                reached += count;
+            }
+        }
+        reached
+    }
+
+    fn tell_group(
+        &self,
+        group: &str,
+        local: Option<usize>,
+        envelope: Envelope,
+    ) -> Result<(), Envelope> {
+        let best = self
+            .members
+            .in_group(group)
+            .into_iter()
+            .min_by_key(|(_, _, shortest)| *shortest);
+        let Some((node, _, shortest)) = best else {
+            return Err(envelope);
+        };
+        if local.is_some_and(|l| l as u64 <= shortest) {
+            return Err(envelope);
+        }
+        let msg = wire::msg(&envelope, &self.me);
+        if !self.send(
+            &node,
+            Frame::TellGroup {
+                group: group.to_owned(),
+                msg,
+            },
+        ) {
+            return Err(envelope);
+        }
+        // Until its next beat, count what this node sent there.
+        self.members.queued(&node, group);
+        Ok(())
+    }
+}
