@@ -23,6 +23,8 @@ enum Lease {
     Held(u64),
     /// Being taken; these wait.
     Taking(Vec<Parked>),
+    /// Taken at this revision, the activation under way: these wait to be its first messages.
+    Acquired(u64, Vec<Parked>),
     /// Held by that node.
     Elsewhere(String),
 }
@@ -49,7 +51,7 @@ impl Leases {
         let mut leases = self.lock();
         match leases.get_mut(path) {
             Some(Lease::Held(_)) => Admit::Here(envelope),
-            Some(Lease::Taking(parked)) => {
+            Some(Lease::Taking(parked) | Lease::Acquired(_, parked)) => {
                 parked.push((incarnation, envelope));
                 Admit::Parked(false)
             }
@@ -64,11 +66,30 @@ impl Leases {
         }
     }
 
-    /// The lease of `path` is this node's now: what waited for it, to deliver before anything
-    /// else. Call until it gives nothing: only then is the lease held, so that a message
-    /// arriving meanwhile waits behind those (arrival order is kept).
-    pub(crate) fn taken(&self, path: &str, revision: u64) -> Vec<Parked> {
-        self.settle(path, Lease::Held(revision))
+    /// The lease of `path` is this node's at `revision`; the entity is about to be activated,
+    /// and what waits keeps waiting for its activation ([`Leases::backlog`]).
+    pub(crate) fn taken(&self, path: &str, revision: u64) {
+        let mut leases = self.lock();
+        if let Some(Lease::Taking(parked)) = leases.remove(path) {
+            leases.insert(path.to_owned(), Lease::Acquired(revision, parked));
+        }
+    }
+
+    /// The activation of `path` is claiming its path: what waited for it, to be queued before
+    /// the path is registered (so nothing sent later overtakes it); the lease is held from now.
+    pub(crate) fn backlog(&self, path: &str) -> Vec<Parked> {
+        let mut leases = self.lock();
+        match leases.remove(path) {
+            Some(Lease::Acquired(revision, parked)) => {
+                leases.insert(path.to_owned(), Lease::Held(revision));
+                parked
+            }
+            Some(other) => {
+                leases.insert(path.to_owned(), other);
+                Vec::new()
+            }
+            None => Vec::new(),
+        }
     }
 
     /// The lease of `path` is `node`'s: what waited, to forward there. Call until it gives
@@ -77,11 +98,17 @@ impl Leases {
         self.settle(path, Lease::Elsewhere(node.to_owned()))
     }
 
-    /// Taking the lease of `path` failed: what waited, to dead-letter.
+    /// Taking the lease of `path` (or activating its entity) failed: what waited, to
+    /// dead-letter.
     pub(crate) fn failed(&self, path: &str) -> Vec<Parked> {
-        match self.lock().remove(path) {
-            Some(Lease::Taking(parked)) => parked,
-            _ => Vec::new(),
+        let mut leases = self.lock();
+        match leases.remove(path) {
+            Some(Lease::Taking(parked) | Lease::Acquired(_, parked)) => parked,
+            Some(other) => {
+                leases.insert(path.to_owned(), other);
+                Vec::new()
+            }
+            None => Vec::new(),
         }
     }
 
@@ -162,16 +189,20 @@ mod tests {
             leases.admit("/user/c/1", None, msg(2)),
             Admit::Parked(false)
         ));
-        let parked = leases.taken("/user/c/1", 7);
-        let bodies: Vec<u8> = parked.iter().map(|(_, e)| e.body[0]).collect();
-        assert_eq!(bodies, [1, 2]);
-        // Arriving while those are delivered: it waits behind them, not ahead.
+        leases.taken("/user/c/1", 7);
+        // Arriving while the entity is activated: it waits behind those, not ahead.
         assert!(matches!(
             leases.admit("/user/c/1", None, msg(3)),
             Admit::Parked(false)
         ));
-        assert_eq!(leases.taken("/user/c/1", 7).len(), 1);
-        assert!(leases.taken("/user/c/1", 7).is_empty(), "now it is held");
+        let parked = leases.backlog("/user/c/1");
+        let bodies: Vec<u8> = parked.iter().map(|(_, e)| e.body[0]).collect();
+        assert_eq!(
+            bodies,
+            [1, 2, 3],
+            "the activation's first messages, in order"
+        );
+        assert!(leases.backlog("/user/c/1").is_empty(), "now it is held");
         assert!(matches!(
             leases.admit("/user/c/1", None, msg(4)),
             Admit::Here(_)

@@ -667,17 +667,21 @@ async fn take_lease(cluster: Arc<Cluster>, path: String) {
     };
     let outcome = lease_outcome(&cluster, &path).await;
     match outcome {
-        Ok(Ok(revision)) => loop {
-            let parked = cluster.leases.taken(&path, revision);
-            if parked.is_empty() {
-                break;
+        Ok(Ok(revision)) => {
+            // What waited becomes the activation's first messages: the kernel takes them as
+            // the path's backlog ([`Remote::backlog`]) before it registers the path.
+            cluster.leases.taken(&path, revision);
+            if let Err(e) = cluster.caps.persistence.entities.activate(&kernel, &path) {
+                tracing::warn!(path, error = %e, "an entity whose lease this node took did not activate");
             }
-            for (incarnation, envelope) in parked {
+            // Not taken by an activation (it failed, or another claimed the path first):
+            // delivered as any message would be.
+            for (incarnation, envelope) in cluster.leases.failed(&path) {
                 if let Some(u) = kernel.deliver_here(&path, incarnation, envelope) {
                     kernel.dead_letter(u.envelope, u.target, u.reason);
                 }
             }
-        },
+        }
         Ok(Err(holder)) => loop {
             let parked = cluster.leases.elsewhere(&path, &holder);
             if parked.is_empty() {

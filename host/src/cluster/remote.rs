@@ -204,6 +204,14 @@ impl Remote for Cluster {
         }
     }
 
+    fn backlog(&self, path: &str) -> Vec<Envelope> {
+        self.leases
+            .backlog(path)
+            .into_iter()
+            .map(|(_, envelope)| envelope)
+            .collect()
+    }
+
     fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {
         let mut reached = 0;
         for (node, count) in self.members.subscribed(topic) {

@@ -221,12 +221,15 @@ impl Kernel {
             incarnation: incarnation.unwrap_or_else(|| self.next_incarnation()),
         };
         let (handle, mut mailbox) = mailbox::mailbox(address, labels, capacity);
-        let waiting = match self.ext() {
+        let mut waiting = match self.ext() {
             Some(ext) => ext.backlog(self, handle.address.path.as_str()),
             None => Vec::new(),
         };
         if !waiting.is_empty() {
             tracing::info!(actor = %handle.address, messages = waiting.len(), "recovered messages handed over");
+        }
+        if let Some(remote) = self.remote() {
+            waiting.extend(remote.backlog(handle.address.path.as_str()));
         }
         // Nobody else can reach the mailbox before it is registered: these go first.
         for envelope in waiting {

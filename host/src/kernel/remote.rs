@@ -45,6 +45,10 @@ pub(crate) trait Remote: Send + Sync + 'static {
     /// An actor of this node has left its path (stopped, or passivated).
     fn released(&self, actor: &Address);
 
+    /// Messages that wait for a new actor at `path` (an entity whose lease was just taken):
+    /// queued before the path is registered, so nothing sent later overtakes them.
+    fn backlog(&self, path: &str) -> Vec<Envelope>;
+
     /// Sends to the subscribers of `topic` on other nodes; how many there are.
     fn publish(&self, topic: &str, envelope: &Envelope) -> u32;
 
