@@ -39,6 +39,20 @@ fn probe_path(node: &str, name: &str) -> String {
     format!("/system/nodes/{node}/system/{name}")
 }
 
+/// Nodes `a` and `b`, each with its database in one of `dirs`, hosting the entity kind `carts`.
+async fn carts_nodes(nats: &NatsServer, dirs: &[TempDir; 2]) -> Vec<ActorSystem> {
+    let mut systems = Vec::new();
+    for (dir, name) in dirs.iter().zip(["a", "b"]) {
+        let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
+        system
+            .register_entity("carts", "entity", EntityOptions::default())
+            .expect("entity kind");
+        system.join_cluster(config(nats, name)).await.expect("join");
+        systems.push(system);
+    }
+    systems
+}
+
 /// Waits until every node sees all `n` nodes live.
 async fn all_see(nodes: &[&ActorSystem], n: usize) {
     wait_until(|| nodes.iter().all(|s| s.cluster_nodes().len() == n)).await;
@@ -243,18 +257,7 @@ async fn topics_and_groups_span_the_nodes() {
 async fn an_entity_lives_on_one_node_and_moves_when_its_node_leaves() {
     let nats = NatsServer::start(&[]);
     let dirs = [TempDir::new("cluster-a"), TempDir::new("cluster-b")];
-    let mut systems = Vec::new();
-    for (dir, name) in dirs.iter().zip(["a", "b"]) {
-        let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
-        system
-            .register_entity("carts", "entity", EntityOptions::default())
-            .expect("entity kind");
-        system
-            .join_cluster(config(&nats, name))
-            .await
-            .expect("join");
-        systems.push(system);
-    }
+    let mut systems = carts_nodes(&nats, &dirs).await;
     all_see(&[&systems[0], &systems[1]], 2).await;
 
     // Many ids: each activates once in the cluster, wherever it is asked from.
@@ -432,18 +435,7 @@ async fn a_parent_supervises_and_stops_children_it_spawned_on_another_node() {
 async fn a_node_whose_entity_lease_moved_stops_its_activation() {
     let nats = NatsServer::start(&[]);
     let dirs = [TempDir::new("lease-a"), TempDir::new("lease-b")];
-    let mut systems = Vec::new();
-    for (dir, name) in dirs.iter().zip(["a", "b"]) {
-        let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
-        system
-            .register_entity("carts", "entity", EntityOptions::default())
-            .expect("entity kind");
-        system
-            .join_cluster(config(&nats, name))
-            .await
-            .expect("join");
-        systems.push(system);
-    }
+    let systems = carts_nodes(&nats, &dirs).await;
     let (a, b) = (&systems[0], &systems[1]);
     all_see(&[a, b], 2).await;
     // An entity that lives on a.

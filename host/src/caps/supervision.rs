@@ -77,6 +77,20 @@ impl Capability for Supervision {
     }
 }
 
+/// Spawns a child of `parent` with `options`, on `node` if given.
+fn spawn(
+    parent: &mut ActorCore,
+    node: Option<&str>,
+    name: &str,
+    module: String,
+    init: Vec<u8>,
+    options: WitSpawnOptions,
+) -> Result<WitAddress, WitSpawnError> {
+    let limits = child_limits(parent, options);
+    let child = parent.spawn_child_on(node, name, module, init, limits)?;
+    Ok(to_wit_address(child))
+}
+
 /// The limits of a child spawned with `options` by `parent`.
 fn child_limits(parent: &ActorCore, options: WitSpawnOptions) -> Limits {
     let options = SpawnOptions {
@@ -120,10 +134,7 @@ impl supervision::Host for Call<'_, Supervision> {
         init: Vec<u8>,
         options: WitSpawnOptions,
     ) -> Result<WitAddress, WitSpawnError> {
-        let limits = child_limits(self.actor, options);
-        Ok(to_wit_address(
-            self.actor.spawn_child(&name, module, init, limits)?,
-        ))
+        spawn(self.actor, None, &name, module, init, options)
     }
 
     fn spawn_on(
@@ -134,14 +145,7 @@ impl supervision::Host for Call<'_, Supervision> {
         init: Vec<u8>,
         options: WitSpawnOptions,
     ) -> Result<WitAddress, WitSpawnError> {
-        let limits = child_limits(self.actor, options);
-        Ok(to_wit_address(self.actor.spawn_child_on(
-            Some(&node),
-            &name,
-            module,
-            init,
-            limits,
-        )?))
+        spawn(self.actor, Some(&node), &name, module, init, options)
     }
 
     fn watch(&mut self, target: WitAddress) -> Result<(), WitSendError> {

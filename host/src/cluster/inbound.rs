@@ -20,16 +20,6 @@ use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::kernel::{Kernel, TERMINATED_KIND};
 use crate::quota::Quotas;
 
-/// A spawn another node asked for, as its frame carries it.
-struct SpawnFrame {
-    parent: (String, u64),
-    path: String,
-    incarnation: u64,
-    module: String,
-    init: Vec<u8>,
-    limits: wire::Limits,
-}
-
 impl Cluster {
     /// Handles one frame from another node.
     pub(super) fn inbound(&self, kernel: &Arc<Kernel>, frame: Frame) {
@@ -98,24 +88,7 @@ impl Cluster {
                         .broadcast_group_here(kernel, &group, &envelope);
                 }
             }
-            Frame::Spawn {
-                parent,
-                path,
-                incarnation,
-                module,
-                init,
-                limits,
-            } => self.spawn_for(
-                kernel,
-                SpawnFrame {
-                    parent,
-                    path,
-                    incarnation,
-                    module,
-                    init,
-                    limits,
-                },
-            ),
+            Frame::Spawn(spawn) => self.spawn_for(kernel, spawn),
             Frame::Signal { to, signal } => self.signalled(kernel, to, signal),
             Frame::TellGroup { group, msg } => {
                 if let Some(envelope) = wire::envelope(msg, me)
@@ -180,8 +153,8 @@ impl Cluster {
     }
 
     /// Spawns here the child an actor of `from` asked for.
-    fn spawn_for(&self, kernel: &Arc<Kernel>, frame: SpawnFrame) {
-        let SpawnFrame {
+    fn spawn_for(&self, kernel: &Arc<Kernel>, frame: wire::Spawn) {
+        let wire::Spawn {
             parent,
             path,
             incarnation,

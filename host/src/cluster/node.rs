@@ -59,6 +59,18 @@ pub struct ClusterStats {
     pub modules_refused: u64,
 }
 
+/// Which node a path belongs to (see [`Cluster::whose`]).
+pub(super) enum Whose<'p> {
+    /// Written for `node`, where it is `local`.
+    Qualified { node: &'p str, local: &'p str },
+    /// An entity placed on this node.
+    Entity(String),
+    /// A path of this node (a claim, or a stand-in's child).
+    Node(String),
+    /// No node's in particular: this node's own, if anyone's.
+    Nobody,
+}
+
 /// The subscriptions and queue of a node whose tasks are about to start.
 pub(super) struct Opened {
     pub(super) outbox: mpsc::Receiver<(String, Frame)>,
@@ -533,19 +545,32 @@ impl Cluster {
         None
     }
 
-    /// The node that owns `path` if it is not this one: by qualification, by lease or
-    /// placement for an entity, or by claim.
-    pub(super) fn owner(&self, path: &str) -> Option<String> {
-        if let Some((node, _)) = wire::split_qualified(path) {
-            return (node != self.me).then(|| node.to_owned());
+    /// Which node `path` belongs to: by qualification (`/system/nodes/<node>/...`), by
+    /// placement for an entity, by a stand-in for a child spawned elsewhere (and its
+    /// descendants), or by the claim on its top-level name.
+    pub(super) fn whose<'p>(&self, path: &'p str) -> Whose<'p> {
+        if let Some((node, local)) = wire::split_qualified(path) {
+            return Whose::Qualified { node, local };
+        }
+        if !path.starts_with("/user/") {
+            return Whose::Nobody;
         }
         if let Some(node) = self.placement(path) {
-            return (node != self.me).then_some(node);
+            return Whose::Entity(node);
         }
         if let Some(node) = self.proxies.node_of(path) {
-            return Some(node);
+            return Whose::Node(node);
         }
-        self.routes.owner(path).filter(|node| *node != self.me)
+        self.routes.owner(path).map_or(Whose::Nobody, Whose::Node)
+    }
+
+    /// The node that owns `path` if it is not this one.
+    pub(super) fn owner(&self, path: &str) -> Option<String> {
+        match self.whose(path) {
+            Whose::Qualified { node, .. } => (node != self.me).then(|| node.to_owned()),
+            Whose::Entity(node) | Whose::Node(node) => (node != self.me).then_some(node),
+            Whose::Nobody => None,
+        }
     }
 
     /// The node where the entity at `path` lives by rendezvous hashing over the live nodes

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::node::Cluster;
+use super::node::{Cluster, Whose};
 use super::proxy::{self, End};
 use super::routes;
 use super::wire::{self, Frame, Signal};
@@ -82,7 +82,7 @@ impl Remote for Cluster {
             return Err(SpawnError::NameTaken(taken.address.path.to_string()));
         }
         let limits = &request.limits;
-        let frame = Frame::Spawn {
+        let frame = Frame::Spawn(wire::Spawn {
             parent: wire::address(&parent, &self.me),
             path: child.path.to_string(),
             incarnation: child.incarnation,
@@ -95,7 +95,7 @@ impl Remote for Cluster {
                 cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
                 descendants: limits.quotas.descendants as u64,
             },
-        };
+        });
         let ended = self.proxies.add(node, &child);
         if !self.send(node, frame) {
             kernel.registry.remove(&child);
@@ -124,30 +124,18 @@ impl Remote for Cluster {
         incarnation: Option<u64>,
         envelope: Envelope,
     ) -> Result<Option<Undelivered>, Envelope> {
-        if let Some((node, local)) = wire::split_qualified(path) {
-            if node == self.me {
+        let node = match self.whose(path) {
+            Whose::Qualified { node, local } if node == self.me => {
                 return Ok(kernel.deliver_here(local, incarnation, envelope));
             }
-            return Ok(self.forward(kernel, node, path, incarnation, envelope));
-        }
-        if !path.starts_with("/user/") {
-            return Err(envelope);
-        }
-        if let Some(node) = self.placement(path) {
-            if node != self.me {
-                return Ok(self.forward(kernel, &node, path, incarnation, envelope));
+            Whose::Qualified { node, .. } => node.to_owned(),
+            Whose::Entity(node) if node == self.me => {
+                return self.entity(kernel, path, incarnation, envelope);
             }
-            return self.entity(kernel, path, incarnation, envelope);
-        }
-        if let Some(node) = self.proxies.node_of(path) {
-            return Ok(self.forward(kernel, &node, path, incarnation, envelope));
-        }
-        match self.routes.owner(path) {
-            Some(node) if node != self.me => {
-                Ok(self.forward(kernel, &node, path, incarnation, envelope))
-            }
-            _ => Err(envelope),
-        }
+            Whose::Entity(node) | Whose::Node(node) if node != self.me => node,
+            _ => return Err(envelope),
+        };
+        Ok(self.forward(kernel, &node, path, incarnation, envelope))
     }
 
     fn watch(&self, watcher: &Address, target: &Address) -> bool {

@@ -54,17 +54,21 @@ pub(crate) enum Frame {
     TellGroup { group: String, msg: Msg },
     /// Deliver to every member of `group` on the receiving node.
     BroadcastGroup { group: String, msg: Msg },
-    /// Spawn a child of `parent` (an actor of the sending node) at `path`, as `incarnation`.
-    Spawn {
-        parent: (String, u64),
-        path: String,
-        incarnation: u64,
-        module: String,
-        init: Vec<u8>,
-        limits: Limits,
-    },
+    /// Spawn a child of an actor of the sending node.
+    Spawn(Spawn),
     /// Put a signal on the system lane of `to` (a child and its parent on two nodes).
     Signal { to: (String, u64), signal: Signal },
+}
+
+/// A child of `parent` (an actor of the sending node) to spawn at `path`, as `incarnation`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Spawn {
+    pub(crate) parent: (String, u64),
+    pub(crate) path: String,
+    pub(crate) incarnation: u64,
+    pub(crate) module: String,
+    pub(crate) init: Vec<u8>,
+    pub(crate) limits: Limits,
 }
 
 /// What a child spawned on another node may take, as its parent's node chose.

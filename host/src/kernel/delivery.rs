@@ -71,28 +71,7 @@ impl Kernel {
         incarnation: Option<u64>,
         envelope: Envelope,
     ) -> Option<Undelivered> {
-        match self.deliver_live(path, incarnation, envelope) {
-            Some(undelivered) if undelivered.reason == DeadLetterReason::NoActor => {
-                let Undelivered {
-                    envelope,
-                    target,
-                    reason,
-                } = undelivered;
-                match self.route_remote(path, incarnation, envelope) {
-                    Ok(outcome) => outcome,
-                    Err(envelope) => self.unclaimed(path, envelope, target, reason),
-                }
-            }
-            Some(undelivered) if undelivered.reason == DeadLetterReason::StaleIncarnation => {
-                let Undelivered {
-                    envelope,
-                    target,
-                    reason,
-                } = undelivered;
-                self.unclaimed(path, envelope, target, reason)
-            }
-            other => other,
-        }
+        self.deliver_to(path, incarnation, envelope, true)
     }
 
     /// [`Kernel::deliver`] without the cluster: queued here (maybe activating an entity), or
@@ -103,22 +82,42 @@ impl Kernel {
         incarnation: Option<u64>,
         envelope: Envelope,
     ) -> Option<Undelivered> {
-        match self.deliver_live(path, incarnation, envelope) {
-            Some(undelivered)
+        self.deliver_to(path, incarnation, envelope, false)
+    }
+
+    /// A live actor, else (with `remote`) the node that owns the path, else the extensions.
+    fn deliver_to(
+        self: &Arc<Self>,
+        path: &str,
+        incarnation: Option<u64>,
+        envelope: Envelope,
+        remote: bool,
+    ) -> Option<Undelivered> {
+        let Undelivered {
+            envelope,
+            target,
+            reason,
+        } = match self.deliver_live(path, incarnation, envelope) {
+            Some(u)
                 if matches!(
-                    undelivered.reason,
+                    u.reason,
                     DeadLetterReason::NoActor | DeadLetterReason::StaleIncarnation
                 ) =>
             {
-                let Undelivered {
-                    envelope,
-                    target,
-                    reason,
-                } = undelivered;
-                self.unclaimed(path, envelope, target, reason)
+                u
             }
-            other => other,
-        }
+            other => return other,
+        };
+        // Only a path no local actor holds may be another node's.
+        let envelope = if remote && reason == DeadLetterReason::NoActor {
+            match self.route_remote(path, incarnation, envelope) {
+                Ok(outcome) => return outcome,
+                Err(envelope) => envelope,
+            }
+        } else {
+            envelope
+        };
+        self.unclaimed(path, envelope, target, reason)
     }
 
     /// Offers a message no live actor took to the extensions (an entity may activate).
