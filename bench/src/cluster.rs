@@ -11,8 +11,9 @@
 //! - fan-out: one sender on `a` (a probe, as in w3) to 1,000 counters on `b`, against 1,000
 //!   counters on `a`: msgs/s and their ratio.
 //!
-//! Both nodes, their NATS tasks and nats-server share this machine's cores, and the network is
-//! loopback: a figure here is the host's cost of crossing, not a network's.
+//! Each node has `--threads` scheduler workers; both nodes, their NATS tasks and nats-server
+//! share this machine's cores, and the network is loopback: a figure here is the host's cost
+//! of crossing, not a network's.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ use anyhow::{Context, anyhow, bail};
 use futures_util::StreamExt;
 use mote_example_protocol::{Counter, PingPong, Report};
 use mote_guest::Message;
-use mote_host::{ActorSystem, CLUSTER_TOPIC, ClusterConfig, HostConfig, NODE_UP_KIND, Probe};
+use mote_host::{ActorSystem, CLUSTER_TOPIC, ClusterConfig, HostConfig, Probe};
 use mote_tests::nats::NatsServer;
 
 use super::{Args, encode, system_with};
@@ -44,13 +45,12 @@ pub(super) async fn cluster(args: &Args) -> anyhow::Result<()> {
     let a = node(args, &nats, "a").await?;
     let mut events = a.subscribe(CLUSTER_TOPIC)?;
     let b = node(args, &nats, "b").await?;
-    // a hears b's first beat: from then on both know the other is live.
+    // a hears b's first beat, and tells its node-up event: from then on each knows the other.
     let deadline = Instant::now() + SETUP;
     while a.cluster_nodes().len() < 2 {
         events
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .await
-            .filter(|event| event.kind == NODE_UP_KIND)
             .ok_or_else(|| anyhow!("node a never heard node b"))?;
     }
     let mut probe = a.probe("bench")?;
@@ -220,8 +220,13 @@ async fn fan_out(a: &ActorSystem, b: &ActorSystem, probe: &mut Probe) -> anyhow:
     }
     let lost = || a.dead_letter_count() + b.dead_letter_count();
     let before = lost();
-    let local_secs = send_all(probe, &local, per_actor).await?;
-    let remote_secs = send_all(probe, &remote, per_actor).await?;
+    let dead = || format!("{} dead letters on the nodes", lost() - before);
+    let local_secs = send_all(probe, &local, per_actor)
+        .await
+        .with_context(dead)?;
+    let remote_secs = send_all(probe, &remote, per_actor)
+        .await
+        .with_context(dead)?;
     if lost() > before {
         bail!(
             "{} messages of the fan-out became dead letters",
@@ -272,9 +277,6 @@ async fn nats_round_trips(url: &str) -> anyhow::Result<(f64, f64)> {
     let (asker, echo) = (connect().await?, connect().await?);
     let mut pings = echo.subscribe("bench.ping").await?;
     let mut pongs = asker.subscribe("bench.pong").await?;
-    // Both subscriptions are known to the server before the first ping.
-    echo.flush().await?;
-    asker.flush().await?;
     let echoing = tokio::spawn(async move {
         while let Some(message) = pings.next().await {
             if echo.publish("bench.pong", message.payload).await.is_err() {
@@ -282,21 +284,45 @@ async fn nats_round_trips(url: &str) -> anyhow::Result<(f64, f64)> {
             }
         }
     });
-    let mut samples = Vec::with_capacity(ASKS);
-    for round in 0..2 * ASKS {
-        let start = Instant::now();
-        asker.publish("bench.ping", "ping".into()).await?;
-        tokio::time::timeout(STALL, pongs.next())
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| anyhow!("the NATS echo never answered"))?;
-        if round >= ASKS {
-            samples.push(start.elapsed().as_secs_f64() * 1e6);
+    let timed = async {
+        // The echo's subscription reaches the server on its own connection: until it has, a
+        // ping finds no subscriber and is gone. Each ping carries its number, and only the
+        // pong of the same number ends its round.
+        let mut seq = 0u64;
+        let mut round_trip = async |wait: Duration| -> anyhow::Result<Option<Duration>> {
+            seq += 1;
+            let start = Instant::now();
+            asker
+                .publish("bench.ping", seq.to_le_bytes().to_vec().into())
+                .await?;
+            let deadline = tokio::time::Instant::now() + wait;
+            while let Ok(Some(pong)) = tokio::time::timeout_at(deadline, pongs.next()).await {
+                if pong.payload.as_ref() == seq.to_le_bytes() {
+                    return Ok(Some(start.elapsed()));
+                }
+            }
+            Ok(None)
+        };
+        let ready = tokio::time::Instant::now() + SETUP;
+        while round_trip(Duration::from_millis(50)).await?.is_none() {
+            if tokio::time::Instant::now() > ready {
+                bail!("the NATS echo never answered");
+            }
         }
+        let mut samples = Vec::with_capacity(ASKS);
+        for round in 0..2 * ASKS {
+            let taken = round_trip(STALL)
+                .await?
+                .ok_or_else(|| anyhow!("a NATS round trip took over {STALL:?}"))?;
+            if round >= ASKS {
+                samples.push(taken.as_secs_f64() * 1e6);
+            }
+        }
+        Ok(percentiles(&mut samples))
     }
+    .await;
     echoing.abort();
-    Ok(percentiles(&mut samples))
+    timed
 }
 
 /// The next message of `probe`, decoded, within [`STALL`].
@@ -313,4 +339,13 @@ fn percentiles(samples: &mut [f64]) -> (f64, f64) {
     samples.sort_by(f64::total_cmp);
     let at = |p: f64| samples[((samples.len() - 1) as f64 * p) as usize];
     (at(0.5), at(0.99))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_median_and_p99_are_read_from_the_sorted_samples() {
+        let mut samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(super::percentiles(&mut samples), (50.0, 99.0));
+    }
 }
