@@ -27,6 +27,9 @@
 //! - `upgrade`: cold start of a module with and without the compiled cache; a rolling upgrade of
 //!   1,000 actors with their state: actors/s and the pause per actor.
 //!
+//! - `cluster`: two nodes of a cluster on a nats-server of their own (see `cluster.rs`):
+//!   ping-pong, ask round trips and fan-out across the nodes, each against the same on one node.
+//!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
 use std::time::{Duration, Instant};
@@ -45,8 +48,8 @@ use tracing_subscriber::prelude::*;
 #[derive(Parser)]
 struct Args {
     /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
-    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, erlang (the
-    /// peers alone) or all (every workload, then the ratios against Erlang).
+    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, erlang
+    /// (the peers alone) or all (every workload, then the ratios against Erlang).
     workload: String,
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
     #[arg(long, default_value_t = 2)]
@@ -57,6 +60,10 @@ struct Args {
     /// Messages for w1.
     #[arg(long, default_value_t = 1_000_000)]
     messages: u32,
+    /// Messages of `cluster`'s ping-pong across two nodes (the game on one node plays
+    /// `--messages`).
+    #[arg(long, default_value_t = 20_000)]
+    cluster_messages: u32,
     /// Hops of the ring's token.
     #[arg(long, default_value_t = 1_000_000)]
     hops: u64,
@@ -85,6 +92,7 @@ struct Args {
     otlp: Option<String>,
 }
 
+mod cluster;
 mod savina;
 mod versus;
 
@@ -152,6 +160,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "activation" => activation(&args).await,
             "upgrade" => upgrade(&args).await,
             "languages" => languages(&args).await,
+            "cluster" => cluster::cluster(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -177,12 +186,13 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
                 activation(&args).await?;
                 upgrade(&args).await?;
                 languages(&args).await?;
+                cluster::cluster(&args).await?;
                 versus::erlang(&args, &headline)
             }
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
                  epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
-                 upgrade, languages, erlang or all"
+                 upgrade, languages, cluster, erlang or all"
             ),
         }
     })
