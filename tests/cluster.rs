@@ -480,3 +480,32 @@ async fn a_node_whose_entity_lease_moved_stops_its_activation() {
         system.shutdown().await.ok();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_link_refuses_a_send_from_outside() {
+    let nats = NatsServer::start(&[]);
+    let b = node(&nats, "b", &["counter"]).await;
+    let a = system_with(&["counter"]);
+    let mut small = config(&nats, "a");
+    small.link_capacity = 1;
+    a.join_cluster(small).await.expect("a joins");
+    all_see(&[&a, &b], 2).await;
+    b.claim("/user/count").await.expect("claim");
+    b.spawn("count", "counter", b"").expect("count");
+    // Outside sends are faster than one frame's way to NATS: a one-frame link fills.
+    let add = mote_guest::encode(&Counter::Add(1)).expect("encode");
+    let kind = <Counter as mote_guest::Message>::KIND;
+    let mut refused = None;
+    for _ in 0..1_000_000 {
+        if let Err(e) = a.tell("/user/count", kind, add.clone()) {
+            refused = Some(e);
+            break;
+        }
+    }
+    assert!(
+        matches!(&refused, Some(mote_host::SendError::Unreachable { path }) if path == "/user/count"),
+        "{refused:?}"
+    );
+    a.shutdown().await.ok();
+    b.shutdown().await.ok();
+}

@@ -275,6 +275,12 @@ pub enum SendError {
         /// The target.
         path: String,
     },
+    /// The link to the node that owns the target is backed up; the message was not queued.
+    #[error("the link to the node of {path} is full")]
+    Unreachable {
+        /// The target.
+        path: String,
+    },
     /// The message body is larger than the host's limit.
     #[error("message of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge {

@@ -45,8 +45,14 @@ pub(super) fn tell_outside(
     let path = check_outside(kernel, to, &body)?;
     let envelope = from_outside(sender, kind, body);
     match kernel.deliver(path.as_str(), None, envelope) {
+        // From outside, a full mailbox or link is an error, as on one host: nothing was queued.
         Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
             Err(SendError::MailboxFull {
+                path: undelivered.target,
+            })
+        }
+        Some(undelivered) if undelivered.reason == DeadLetterReason::Unreachable => {
+            Err(SendError::Unreachable {
                 path: undelivered.target,
             })
         }
