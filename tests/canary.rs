@@ -8,7 +8,7 @@ use std::time::Duration;
 use mote_example_protocol::{Versioned, VersionedState};
 use mote_host::{
     ActorSystem, Canary, CanaryFigures, CanaryOutcome, Directive, HostConfig, Progress,
-    RollbackReason, Strategy, Task, UpgradeError, UpgradeOptions, UpgradeReport,
+    RollbackReason, Strategy, UpgradeError, UpgradeOptions, UpgradeReport,
 };
 use mote_tests::*;
 use tokio::sync::broadcast;
@@ -73,22 +73,6 @@ fn start_upgrade(
     })
 }
 
-/// Waits (up to [`DEADLINE`]) for the host to report that it watches canaries.
-async fn watch_begins(progress: &mut broadcast::Receiver<Progress>) {
-    let begun = async {
-        loop {
-            match progress.recv().await {
-                Ok(p) if matches!(p.task, Task::Canary { .. }) && p.outcome.is_none() => return,
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(e) => panic!("progress: {e}"),
-            }
-        }
-    };
-    tokio::time::timeout(DEADLINE, begun)
-        .await
-        .expect("the canary watch began");
-}
-
 /// The outcome each task reported by the time the upgrade returned, by its label.
 fn outcomes(progress: &mut broadcast::Receiver<Progress>) -> Vec<(String, Result<(), String>)> {
     let mut ended = Vec::new();
@@ -105,7 +89,7 @@ async fn a_canary_that_fails_more_than_the_old_version_is_rolled_back_and_the_ol
     let system = versioned_host(4).await;
     let mut progress = system.subscribe_progress();
     let upgrade = start_upgrade(&system, "4", Canary::new(1, Duration::from_secs(3)));
-    watch_begins(&mut progress).await;
+    mote_tests::canary_watch_begins(&mut progress).await;
     // The same traffic to every actor during the watch: v4 (on the canary, /user/a0) fails
     // each `Add`, v1 counts them. The answers to `Get` say the traffic was handled in time.
     for i in 0..4 {
@@ -199,7 +183,7 @@ async fn a_canary_that_does_no_worse_passes_and_every_actor_ends_on_the_new_vers
     let system = versioned_host(4).await;
     let mut progress = system.subscribe_progress();
     let upgrade = start_upgrade(&system, "2", Canary::new(2, Duration::from_secs(1)));
-    watch_begins(&mut progress).await;
+    mote_tests::canary_watch_begins(&mut progress).await;
     for i in 0..4 {
         add(&system, i, 5..8);
     }

@@ -9,12 +9,10 @@ use std::time::Duration;
 use mote_example_protocol::{Counter, Versioned, VersionedState};
 use mote_host::{
     ActorSystem, Canary, CanaryOutcome, ClusterConfig, Directive, HostConfig, MODULE_DEPLOYED_KIND,
-    MODULE_REFUSED_KIND, MODULES_TOPIC, NodeUpgradeError, Progress, RollbackReason, Strategy, Task,
-    UpgradeOptions,
+    MODULE_REFUSED_KIND, MODULES_TOPIC, NodeUpgradeError, RollbackReason, Strategy, UpgradeOptions,
 };
 use mote_tests::nats::NatsServer;
-use mote_tests::{DEADLINE, ask_as, module_cache, next, system_configured, tell, wait_until};
-use tokio::sync::broadcast;
+use mote_tests::{ask_as, module_cache, next, system_configured, tell, wait_until};
 
 /// Fast beats, so that nodes see each other within a second.
 fn config(nats: &NatsServer, node: &str) -> ClusterConfig {
@@ -221,22 +219,6 @@ async fn an_upgrade_rolls_across_the_nodes_with_one_report_and_the_actors_keep_t
     }
 }
 
-/// Waits (up to [`DEADLINE`]) for the host to report that it watches canaries.
-async fn watch_begins(progress: &mut broadcast::Receiver<Progress>) {
-    let begun = async {
-        loop {
-            match progress.recv().await {
-                Ok(p) if matches!(p.task, Task::Canary { .. }) && p.outcome.is_none() => return,
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(e) => panic!("progress: {e}"),
-            }
-        }
-    };
-    tokio::time::timeout(DEADLINE, begun)
-        .await
-        .expect("the canary watch began");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_canary_that_fails_rolls_back_on_its_node_and_no_other_node_is_asked() {
     let nats = NatsServer::start(&[]);
@@ -260,7 +242,7 @@ async fn a_canary_that_fails_rolls_back_on_its_node_and_no_other_node_is_asked()
             a.upgrade_with("versioned", "4", options, None).await
         })
     };
-    watch_begins(&mut progress).await;
+    mote_tests::canary_watch_begins(&mut progress).await;
     for name in ["a0", "a1"] {
         add(&a, name, 5..8);
     }

@@ -99,6 +99,28 @@ pub async fn next_decision(
         .expect("supervision events")
 }
 
+/// Waits (up to [`DEADLINE`]) for the host to report that it watches canaries.
+pub async fn canary_watch_begins(
+    progress: &mut tokio::sync::broadcast::Receiver<mote_host::Progress>,
+) {
+    let begun = async {
+        loop {
+            match progress.recv().await {
+                Ok(p)
+                    if matches!(p.task, mote_host::Task::Canary { .. }) && p.outcome.is_none() =>
+                {
+                    return;
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(e) => panic!("progress: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, begun)
+        .await
+        .expect("the canary watch began");
+}
+
 /// Waits until `condition` holds, checking every millisecond, or panics after [`DEADLINE`].
 /// For state the host exposes but does not announce (such as a mailbox's depth).
 pub async fn wait_until(mut condition: impl FnMut() -> bool) {
