@@ -228,6 +228,45 @@ async fn topics_and_groups_span_the_nodes() {
     from.sort();
     assert_eq!(from, ["/user/sb", "/user/sc"]);
 
+    // A persistent publisher's publishes are held until its step commits, then reach the
+    // subscribers on other nodes too.
+    let dir = TempDir::new("cluster-publisher");
+    let durable = system_configured(durable_config(&dir.join("mote.redb")), &["publisher"]);
+    durable
+        .join_cluster(config(&nats, "d"))
+        .await
+        .expect("d joins");
+    wait_until(|| durable.cluster_nodes().len() == 4).await;
+    let init = format!("news 3 {report_to} durable");
+    durable
+        .spawn("durable-publisher", "publisher", init.as_bytes())
+        .expect("publisher");
+    let published = report_labelled(&mut probe, "published").await;
+    assert_eq!(
+        published.value, 6,
+        "3 publishes, 2 subscribers each, counted at the call"
+    );
+    let mut seen = Vec::new();
+    while seen.len() < 6 {
+        let report: Report = next_report(&mut probe).await;
+        if report.label == "/user/durable-publisher" {
+            seen.push((report.from, report.value));
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("/user/sb".to_owned(), 0),
+            ("/user/sb".to_owned(), 1),
+            ("/user/sb".to_owned(), 2),
+            ("/user/sc".to_owned(), 0),
+            ("/user/sc".to_owned(), 1),
+            ("/user/sc".to_owned(), 2)
+        ]
+    );
+    durable.shutdown().await.ok();
+
     // Groups: members on b and c only; a's tell-group goes to one of them, least loaded.
     for (system, name) in [(&b, "wb"), (&c, "wc")] {
         system.claim(&format!("/user/{name}")).await.expect("claim");

@@ -2,7 +2,9 @@
 //!
 //! Init: `<topic> <count> [R]`. In `start` it publishes `Seq { stream: 0, n }` for `n` in
 //! `0..count` to `<topic>`, reports to `R` (if given) `published` = the sum of the subscriber
-//! counts the publishes reached, then stops itself. It ignores any message.
+//! counts the publishes reached, then stops itself. It ignores any message. With the word
+//! `durable` anywhere in its init it first makes itself persistent (`recover`), so its
+//! publishes are held until its start step is committed.
 
 use mote_example_protocol::{Seq, init_arg, init_opt, init_words, report};
 use mote_guest::{Actor, Context, Result};
@@ -14,7 +16,11 @@ impl Actor for Publisher {
     type Msg = Seq;
 
     fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
-        let words = init_words(init);
+        let mut words = init_words(init);
+        if words.contains(&"durable") {
+            words.retain(|w| *w != "durable");
+            ctx.recover::<(), ()>()?;
+        }
         let topic: String = init_arg(&words, 0, "topic")?;
         let count: u32 = init_arg(&words, 1, "count")?;
         let report_to: Option<String> = init_opt(&words, 2, "report-path")?;

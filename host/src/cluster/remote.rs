@@ -217,6 +217,16 @@ impl Remote for Cluster {
         reached
     }
 
+    fn reach(&self, topic: Option<&str>, group: Option<&str>) -> u32 {
+        let topics = topic.map_or(0, |t| {
+            self.members.subscribed(t).iter().map(|(_, n)| n).sum()
+        });
+        let groups: u32 = group.map_or(0, |g| {
+            self.members.in_group(g).iter().map(|(_, n, _)| n).sum()
+        });
+        topics + groups
+    }
+
     fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32 {
         let mut reached = 0;
         for (node, count, _) in self.members.in_group(group) {

@@ -52,6 +52,10 @@ pub(crate) trait Remote: Send + Sync + 'static {
     /// Sends to the subscribers of `topic` on other nodes; how many there are.
     fn publish(&self, topic: &str, envelope: &Envelope) -> u32;
 
+    /// How many subscribers of `topic` (or members of `group`) other nodes have, as they last
+    /// said: what a held publish (or group broadcast) will reach there when it is released.
+    fn reach(&self, topic: Option<&str>, group: Option<&str>) -> u32;
+
     /// Sends to the members of `group` on other nodes; how many there are.
     fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32;
 

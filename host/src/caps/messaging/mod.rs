@@ -27,6 +27,7 @@ use self::ask::{ASK_PREFIX, Answer, Pending};
 use self::directory::Directory;
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
+use crate::actor::step::Deferred;
 use crate::address::{ActorPath, Address};
 use crate::error::HostError;
 use crate::kernel::Kernel;
@@ -272,6 +273,47 @@ fn deliver_to_member(
     }
 }
 
+/// A publish or group broadcast of a held step to other nodes' members, released with the
+/// step like its local sends (and, like them, dropped if the step is not committed).
+enum Fanout {
+    Topic(String),
+    Group(String),
+}
+
+/// The remote part of a held fan-out, deferred to the step's release.
+struct RemoteFanout {
+    to: Fanout,
+    envelope: Envelope,
+}
+
+impl Deferred for RemoteFanout {
+    fn release(self, kernel: &Arc<Kernel>) {
+        if let Some(remote) = kernel.remote() {
+            match &self.to {
+                Fanout::Topic(topic) => remote.publish(topic, &self.envelope),
+                Fanout::Group(group) => remote.broadcast_group(group, &self.envelope),
+            };
+        }
+    }
+}
+
+/// Holds the remote part of a fan-out of `actor`'s step; how many it will reach, as other
+/// nodes last said (0 without a cluster).
+fn hold_remote(actor: &mut ActorCore, to: Fanout, envelope: Envelope) -> u32 {
+    let Some(remote) = actor.kernel.remote() else {
+        return 0;
+    };
+    let reach = match &to {
+        Fanout::Topic(topic) => remote.reach(Some(topic), None),
+        Fanout::Group(group) => remote.reach(None, Some(group)),
+    };
+    if reach > 0 {
+        let kernel = actor.kernel.clone();
+        actor.step.defer(&kernel, RemoteFanout { to, envelope });
+    }
+    reach
+}
+
 /// The body of a `mote.deadletter`: target, kind and body, each a LEB128 length plus bytes.
 pub fn encode_dead_letter(target: &str, kind: &str, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(target.len() + kind.len() + body.len() + 12);
@@ -329,7 +371,8 @@ impl messaging::Host for Call<'_, Messaging> {
             return Ok(self.cap.publish(&self.actor.kernel, &topic, envelope));
         }
         let members = self.cap.topics.members(&topic);
-        Ok(self.actor.send_all(members, &envelope))
+        let here = self.actor.send_all(members, &envelope);
+        Ok(here + hold_remote(self.actor, Fanout::Topic(topic), envelope))
     }
 
     fn join(&mut self, group: String) -> Result<(), WitSendError> {
@@ -372,7 +415,8 @@ impl messaging::Host for Call<'_, Messaging> {
                 .broadcast_group(&self.actor.kernel, &group, envelope));
         }
         let members = self.cap.groups.members(&group);
-        Ok(self.actor.send_all(members, &envelope))
+        let here = self.actor.send_all(members, &envelope);
+        Ok(here + hold_remote(self.actor, Fanout::Group(group), envelope))
     }
 
     fn ask(
