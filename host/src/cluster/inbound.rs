@@ -45,8 +45,11 @@ impl Cluster {
                     };
                     self.watches.remove(&watcher, target);
                 }
-                let live = kernel.registry.with(path, |a| a.is_some());
-                if !live && self.caps.persistence.entities.is_entity(path) {
+                // An entity with no live activation here waits for its lease; anything else is
+                // delivered (the kind check first: it spares the registry's lock).
+                if self.caps.persistence.entities.is_entity(path)
+                    && !kernel.registry.with(path, |a| a.is_some())
+                {
                     match self.entity(kernel, path, incarnation, envelope) {
                         Ok(None) => {}
                         Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
