@@ -191,3 +191,29 @@ pub(super) async fn bucket(
     .await
     .map_err(|e| ClusterError::jetstream("opening a key-value bucket", e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_inside_their_cluster() {
+        for good in ["a", "node-1", "east_2", &"x".repeat(64)] {
+            assert!(check_name("node", good).is_ok(), "{good}");
+        }
+        for bad in ["", "a.b", "a*", "a>", "a b", "ü", &"x".repeat(65)] {
+            assert!(
+                matches!(
+                    check_name("node", bad),
+                    Err(ClusterError::InvalidName { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let names = Names::new("shop");
+        assert_eq!(names.heartbeats(), "mote.shop.hb");
+        assert_eq!(names.to("b"), "mote.shop.to.b");
+        assert_eq!(names.control("b"), "mote.shop.ctl.b");
+        assert_eq!(names.bucket("leases"), "mote-shop-leases");
+    }
+}

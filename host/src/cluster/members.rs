@@ -60,7 +60,7 @@ impl Members {
         let session = beat.session;
         if live
             .get(&beat.node)
-            .is_some_and(|old| old.session > session && old.session != session)
+            .is_some_and(|old| old.session > session)
         {
             // A late beat of an older run: the newer session stands.
             return Change::None;
@@ -175,4 +175,90 @@ pub(crate) fn score(node: &str, key: &str) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn beat(node: &str, session: u64, leaving: bool) -> Heartbeat {
+        Heartbeat {
+            node: node.to_owned(),
+            session,
+            leaving,
+            topics: vec![("news".to_owned(), 2)],
+            groups: vec![("workers".to_owned(), 3, 7)],
+            entities: vec!["carts".to_owned()],
+        }
+    }
+
+    #[test]
+    fn a_node_is_up_once_and_down_once() {
+        let members = Members::default();
+        let t0 = Instant::now();
+        assert_eq!(members.heard(beat("b", 1, false), t0), Change::Up);
+        assert_eq!(members.heard(beat("b", 1, false), t0), Change::None);
+        assert_eq!(members.heard(beat("b", 2, false), t0), Change::Restarted);
+        assert_eq!(
+            members.heard(beat("b", 1, false), t0),
+            Change::None,
+            "an older run's late beat"
+        );
+        assert_eq!(
+            members.heard(beat("b", 1, true), t0),
+            Change::None,
+            "an older run's leave"
+        );
+        assert_eq!(members.heard(beat("b", 2, true), t0), Change::Down);
+        assert!(!members.is_live("b"));
+        assert_eq!(members.heard(beat("c", 5, false), t0), Change::Up);
+        let later = t0 + Duration::from_secs(3);
+        assert!(members.expire(Duration::from_secs(5), later).is_empty());
+        assert_eq!(members.expire(Duration::from_secs(3), later), ["c"]);
+        assert!(
+            members.expire(Duration::from_secs(3), later).is_empty(),
+            "down once"
+        );
+    }
+
+    #[test]
+    fn what_a_beat_says_is_what_routing_sees() {
+        let members = Members::default();
+        members.heard(beat("b", 1, false), Instant::now());
+        assert_eq!(members.subscribed("news"), [("b".to_owned(), 2)]);
+        assert_eq!(members.in_group("workers"), [("b".to_owned(), 3, 7)]);
+        members.queued("b", "workers");
+        assert_eq!(members.in_group("workers"), [("b".to_owned(), 3, 8)]);
+        assert!(members.hosts("carts") && !members.hosts("other"));
+    }
+
+    #[test]
+    fn placement_is_the_same_on_every_node_and_only_among_hosts() {
+        let (a, b) = (Members::default(), Members::default());
+        a.heard(beat("b", 1, false), Instant::now());
+        b.heard(beat("a", 1, false), Instant::now());
+        for i in 0..100 {
+            let path = format!("/user/carts/{i}");
+            assert_eq!(
+                a.place(&path, "carts", "a", true),
+                b.place(&path, "carts", "b", true),
+                "{path}"
+            );
+        }
+        // A node that does not host the kind never gets it.
+        assert_eq!(
+            a.place("/user/carts/1", "carts", "a", false).as_deref(),
+            Some("b")
+        );
+        assert_eq!(a.place("/user/other/1", "other", "a", false), None);
+        // Both nodes get some of 100 ids.
+        let on_a = (0..100)
+            .filter(|i| {
+                a.place(&format!("/user/carts/{i}"), "carts", "a", true)
+                    .as_deref()
+                    == Some("a")
+            })
+            .count();
+        assert!((20..=80).contains(&on_a), "{on_a} of 100 on a");
+    }
 }

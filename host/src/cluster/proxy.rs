@@ -195,3 +195,36 @@ pub(crate) async fn stand_in<T: Through>(
         kernel.child_terminated(Some(&parent), &child);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::ActorPath;
+
+    fn at(path: &str, incarnation: u64) -> Address {
+        Address {
+            path: ActorPath::parse(path).unwrap(),
+            incarnation,
+        }
+    }
+
+    #[test]
+    fn a_stand_in_covers_its_child_and_descendants_and_ends_once() {
+        let proxies = Proxies::default();
+        let child = at("/user/p/w", 7);
+        let mut ended = proxies.add("b", &child);
+        assert_eq!(proxies.node_of("/user/p/w").as_deref(), Some("b"));
+        assert_eq!(proxies.node_of("/user/p/w/g/h").as_deref(), Some("b"));
+        assert_eq!(proxies.node_of("/user/p"), None);
+        assert_eq!(proxies.node_of("/user/p/wx"), None);
+        proxies.end(&at("/user/p/w", 8), End::Terminated);
+        assert!(
+            ended.try_recv().is_err(),
+            "another incarnation does not end it"
+        );
+        proxies.node_down("b");
+        assert!(matches!(ended.try_recv(), Ok(End::NodeDown)));
+        assert_eq!(proxies.node_of("/user/p/w"), None);
+        proxies.end(&child, End::Terminated);
+    }
+}
