@@ -178,6 +178,15 @@ impl fmt::Display for Address {
     }
 }
 
+/// The address of incarnation `incarnation` at `path`, for a unit test.
+#[cfg(test)]
+pub(crate) fn at(path: &str, incarnation: u64) -> Address {
+    Address {
+        path: ActorPath::parse(path).expect("a test path"),
+        incarnation,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

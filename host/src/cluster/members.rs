@@ -14,6 +14,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+
+use super::config::ClusterError;
 use super::wire::Heartbeat;
 
 /// What a node told in its last heartbeat.
@@ -81,6 +84,30 @@ impl Members {
             Some(old) if old.session == session => Change::None,
             Some(_) => Change::Restarted,
         }
+    }
+
+    /// Hears heartbeats on `beats` for one beat and a half (every live node beats in that
+    /// time). A live node named `name` (the one joining) refuses the join.
+    pub(crate) async fn listen(
+        &self,
+        beats: &mut async_nats::Subscriber,
+        heartbeat: Duration,
+        name: Option<&str>,
+    ) -> Result<(), ClusterError> {
+        let until = tokio::time::Instant::now() + heartbeat + heartbeat / 2;
+        while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
+            let Ok(beat) = super::wire::decode::<Heartbeat>(&message.payload) else {
+                continue;
+            };
+            if let Some(name) = name
+                && beat.node == name
+                && !beat.leaving
+            {
+                return Err(ClusterError::NameTaken(name.to_owned()));
+            }
+            self.heard(beat, Instant::now());
+        }
+        Ok(())
     }
 
     /// Nodes silent for `timeout` by `now`: they are down, and no longer members.

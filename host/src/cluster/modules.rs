@@ -44,8 +44,6 @@ use crate::deploy::checks::content_hash;
 use crate::deploy::modules::Modules;
 use crate::deploy::upgrade::{Upgrades, running};
 use crate::error::{BoxError, ModuleError};
-use crate::kernel::Kernel;
-use crate::message::Envelope;
 
 /// The topic on which a node's actors hear of module versions other nodes deployed.
 pub const MODULES_TOPIC: &str = "/system/modules";
@@ -470,12 +468,8 @@ impl SharedModules {
         if new {
             self.counts.fetched.fetch_add(1, Ordering::Relaxed);
             tracing::info!(module = %name, version = %version, hash = %&hash[..12.min(hash.len())], "module version deployed from the cluster");
-            announce(
-                &self.cluster,
-                &kernel,
-                MODULE_DEPLOYED_KIND,
-                format!("{name}@{version}"),
-            );
+            let body = format!("{name}@{version}");
+            (self.cluster).announce(&kernel, MODULES_TOPIC, MODULE_DEPLOYED_KIND, &body);
         }
         Ok(new)
     }
@@ -488,12 +482,8 @@ impl SharedModules {
             let why = crate::error::chain(&e);
             tracing::error!(module = %label, error = %why, "a module version of the cluster could not be deployed on this node");
             if let Some(kernel) = self.cluster.kernel.upgrade() {
-                announce(
-                    &self.cluster,
-                    &kernel,
-                    MODULE_REFUSED_KIND,
-                    format!("{label}: {why}"),
-                );
+                let body = format!("{label}: {why}");
+                (self.cluster).announce(&kernel, MODULES_TOPIC, MODULE_REFUSED_KIND, &body);
             }
         }
     }
@@ -594,12 +584,6 @@ async fn follow(shared: Arc<SharedModules>, mut watch: kv::Watch) {
     tracing::warn!(
         "the module versions' watch ended: versions deployed elsewhere are no longer followed"
     );
-}
-
-/// Tells this node's subscribers of [`MODULES_TOPIC`] what happened to a version.
-fn announce(cluster: &Cluster, kernel: &Arc<Kernel>, kind: &str, body: String) {
-    let envelope = Envelope::new(None, kind, body.into_bytes());
-    (cluster.caps.messaging).publish_here(kernel, MODULES_TOPIC, &envelope);
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use async_nats::jetstream::kv;
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::config::{ClusterConfig, ClusterError};
 use super::config::{Names, bucket, check_name, connect};
@@ -71,9 +71,17 @@ pub(super) enum Whose<'p> {
     Nobody,
 }
 
+/// What the link publishes, in queue order.
+pub(super) enum Outgoing {
+    /// A frame for a node.
+    Frame(String, Frame),
+    /// Answered once everything queued before it is published.
+    Flushed(oneshot::Sender<()>),
+}
+
 /// The subscriptions and queue of a node whose tasks are about to start.
 pub(super) struct Opened {
-    pub(super) outbox: mpsc::Receiver<(String, Frame)>,
+    pub(super) outbox: mpsc::Receiver<Outgoing>,
     pub(super) beats: async_nats::Subscriber,
     pub(super) inbox: async_nats::Subscriber,
     pub(super) control: async_nats::Subscriber,
@@ -97,7 +105,7 @@ pub(crate) struct Cluster {
     pub(super) leases: Leases,
     /// Stand-ins of children spawned on other nodes.
     pub(super) proxies: Proxies,
-    pub(super) out: mpsc::Sender<(String, Frame)>,
+    pub(super) out: mpsc::Sender<Outgoing>,
     pub(super) kernel: Weak<Kernel>,
     /// This cluster itself, for the tasks it starts.
     pub(super) this: Weak<Cluster>,
@@ -138,7 +146,9 @@ impl Cluster {
         // Hear the cluster for a little more than one beat: a live node with our name would
         // have spoken, and every live node is known before the first send.
         let members = Members::default();
-        listen(&mut beats, &members, &config).await?;
+        members
+            .listen(&mut beats, config.heartbeat, Some(&config.node))
+            .await?;
         // The name is taken in key-value by create, so two nodes starting under one name at
         // once cannot both pass. A key left by a node that died is taken over once a second
         // listen hears nobody beat under the name.
@@ -152,7 +162,9 @@ impl Cluster {
                     .await
                     .map_err(|e| ClusterError::jetstream("reading a node name", e))?
                     .map_or(0, |e| e.revision);
-                listen(&mut beats, &members, &config).await?;
+                members
+                    .listen(&mut beats, config.heartbeat, Some(&config.node))
+                    .await?;
                 if nodes
                     .update(me, session.to_string().into(), revision)
                     .await
@@ -444,12 +456,11 @@ impl Cluster {
         }
         // The name is free at once for a node that starts under it next.
         let _ = self.nodes.delete(&self.me).await;
-        // Frames queued before the leave go first: the link publishes in order.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while self.out.capacity() < self.out.max_capacity()
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        // Frames queued before the leave go first (bounded: a link that cannot drain in 2 s
+        // is left behind).
+        let (flushed, published) = oneshot::channel();
+        if self.out.send(Outgoing::Flushed(flushed)).await.is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), published).await;
         }
         self.send_beat(true).await;
         let _ = self.client.flush().await;
@@ -510,7 +521,9 @@ impl Cluster {
 
     /// Queues `frame` for `node`; false if the link is full or closed.
     pub(super) fn send(&self, node: &str, frame: Frame) -> bool {
-        self.out.try_send((node.to_owned(), frame)).is_ok()
+        self.out
+            .try_send(Outgoing::Frame(node.to_owned(), frame))
+            .is_ok()
     }
 
     /// Sends a message for `path` to `node`, or says why it cannot go.
@@ -615,15 +628,14 @@ impl Cluster {
         }
         self.leases.node_down(node);
         self.proxies.node_down(node);
-        self.announce(kernel, NODE_DOWN_KIND, node);
+        self.announce(kernel, CLUSTER_TOPIC, NODE_DOWN_KIND, node);
     }
 
-    /// Tells this node's subscribers of [`CLUSTER_TOPIC`] that `node` is up or down.
-    pub(super) fn announce(&self, kernel: &Arc<Kernel>, kind: &str, node: &str) {
-        let envelope = Envelope::new(None, kind, node.as_bytes().to_vec());
-        self.caps
-            .messaging
-            .publish_here(kernel, CLUSTER_TOPIC, &envelope);
+    /// Tells this node's subscribers of `topic` (a host topic: [`CLUSTER_TOPIC`], the
+    /// modules' topic) what happened, as a message of `kind` with `body` and no sender.
+    pub(super) fn announce(&self, kernel: &Arc<Kernel>, topic: &str, kind: &str, body: &str) {
+        let envelope = Envelope::new(None, kind, body.as_bytes().to_vec());
+        self.caps.messaging.publish_here(kernel, topic, &envelope);
     }
 
     /// This node's actors, for a tree of the cluster.
@@ -644,32 +656,12 @@ impl Cluster {
     }
 }
 
-/// Hears heartbeats for one beat and a half into `members`; a live node named as this one
-/// refuses the join.
-async fn listen(
-    beats: &mut async_nats::Subscriber,
-    members: &Members,
-    config: &ClusterConfig,
-) -> Result<(), ClusterError> {
-    let until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
-    while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
-        let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) else {
-            continue;
-        };
-        if beat.node == config.node && !beat.leaving {
-            return Err(ClusterError::NameTaken(config.node.clone()));
-        }
-        members.heard(beat, Instant::now());
-    }
-    Ok(())
-}
-
 impl proxy::Through for Cluster {
     fn node(&self) -> &str {
-        &self.me
+        Cluster::node(self)
     }
     fn kernel(&self) -> Option<Arc<Kernel>> {
-        self.kernel.upgrade()
+        Cluster::kernel(self)
     }
     fn send(&self, node: &str, frame: Frame) -> bool {
         Cluster::send(self, node, frame)
@@ -721,7 +713,7 @@ async fn take_lease(cluster: Arc<Cluster>, path: String) {
         Err(e) => {
             tracing::warn!(path, error = %e, "an entity lease could not be taken");
             for (_, envelope) in cluster.leases.failed(&path) {
-                kernel.undeliverable(&path, envelope, DeadLetterReason::Unreachable);
+                kernel.dead_letter(envelope, path.clone(), DeadLetterReason::Unreachable);
             }
         }
     }

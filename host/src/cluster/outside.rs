@@ -1,12 +1,10 @@
 //! The cluster seen from outside, without joining it: the tree of every live node.
 
-use std::time::{Duration, Instant};
-
-use futures_util::StreamExt;
+use std::time::Duration;
 
 use super::config::{ClusterConfig, ClusterError, Names, check_name, connect};
 use super::members::Members;
-use super::wire::{self, Heartbeat};
+use super::wire;
 
 /// One actor as a node's tree lists it to the cluster.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -34,12 +32,7 @@ pub async fn cluster_tree(
         .await
         .map_err(|e| ClusterError::jetstream("subscribing to heartbeats", e))?;
     let members = Members::default();
-    let until = tokio::time::Instant::now() + config.heartbeat + config.heartbeat / 2;
-    while let Ok(Some(message)) = tokio::time::timeout_at(until, beats.next()).await {
-        if let Ok(beat) = wire::decode::<Heartbeat>(&message.payload) {
-            members.heard(beat, Instant::now());
-        }
-    }
+    members.listen(&mut beats, config.heartbeat, None).await?;
     let mut out = Vec::new();
     for node in members.names() {
         let reply = tokio::time::timeout(

@@ -199,14 +199,7 @@ pub(crate) async fn stand_in<T: Through>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::ActorPath;
-
-    fn at(path: &str, incarnation: u64) -> Address {
-        Address {
-            path: ActorPath::parse(path).unwrap(),
-            incarnation,
-        }
-    }
+    use crate::address::at;
 
     #[test]
     fn a_stand_in_covers_its_child_and_descendants_and_ends_once() {

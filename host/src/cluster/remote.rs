@@ -21,7 +21,7 @@ use crate::message::Envelope;
 
 impl Remote for Cluster {
     fn node(&self) -> &str {
-        &self.me
+        Cluster::node(self)
     }
 
     fn signal(&self, to: &Address, msg: SystemMsg) -> bool {
@@ -201,20 +201,11 @@ impl Remote for Cluster {
     }
 
     fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {
-        let mut reached = 0;
-        for (node, count) in self.members.subscribed(topic) {
-            let msg = wire::msg(envelope, &self.me);
-            if self.send(
-                &node,
-                Frame::Publish {
-                    topic: topic.to_owned(),
-                    msg,
-                },
-            ) {
-                reached += count;
-            }
-        }
-        reached
+        let nodes = self.members.subscribed(topic);
+        self.fan_out(nodes, envelope, |msg| Frame::Publish {
+            topic: topic.to_owned(),
+            msg,
+        })
     }
 
     fn reach(&self, topic: Option<&str>, group: Option<&str>) -> u32 {
@@ -228,20 +219,13 @@ impl Remote for Cluster {
     }
 
     fn broadcast_group(&self, group: &str, envelope: &Envelope) -> u32 {
-        let mut reached = 0;
-        for (node, count, _) in self.members.in_group(group) {
-            let msg = wire::msg(envelope, &self.me);
-            if self.send(
-                &node,
-                Frame::BroadcastGroup {
-                    group: group.to_owned(),
-                    msg,
-                },
-            ) {
-                reached += count;
-            }
-        }
-        reached
+        let nodes = (self.members.in_group(group).into_iter())
+            .map(|(node, count, _)| (node, count))
+            .collect();
+        self.fan_out(nodes, envelope, |msg| Frame::BroadcastGroup {
+            group: group.to_owned(),
+            msg,
+        })
     }
 
     fn tell_group(
@@ -274,5 +258,24 @@ impl Remote for Cluster {
         // Until its next beat, count what this node sent there.
         self.members.queued(&node, group);
         Ok(())
+    }
+}
+
+impl Cluster {
+    /// Sends `envelope` to each of `nodes` in the frame `frame` makes; how many members the
+    /// nodes it went to count.
+    fn fan_out(
+        &self,
+        nodes: Vec<(String, u32)>,
+        envelope: &Envelope,
+        frame: impl Fn(wire::Msg) -> Frame,
+    ) -> u32 {
+        let mut reached = 0;
+        for (node, count) in nodes {
+            if self.send(&node, frame(wire::msg(envelope, &self.me))) {
+                reached += count;
+            }
+        }
+        reached
     }
 }

@@ -16,37 +16,50 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::members::Change;
-use super::node::{Cluster, NODE_UP_KIND};
+use super::node::{CLUSTER_TOPIC, Cluster, NODE_UP_KIND, Outgoing};
 use super::routes;
 use super::wire::{self, Frame, Heartbeat};
 use crate::message::StopReason;
 
 /// Publishes queued frames, batched per node, in queue order.
-pub(super) async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<(String, Frame)>) {
+pub(super) async fn link(cluster: Arc<Cluster>, mut outbox: mpsc::Receiver<Outgoing>) {
     const BATCH: usize = 512;
     let mut queued = Vec::with_capacity(BATCH);
+    let mut batches: Vec<(String, Vec<Frame>)> = Vec::new();
     while outbox.recv_many(&mut queued, BATCH).await > 0 {
-        let mut batches: Vec<(String, Vec<Frame>)> = Vec::new();
-        for (node, frame) in queued.drain(..) {
-            match batches.iter_mut().find(|(n, _)| *n == node) {
-                Some((_, frames)) => frames.push(frame),
-                None => batches.push((node, vec![frame])),
+        for outgoing in queued.drain(..) {
+            match outgoing {
+                Outgoing::Frame(node, frame) => {
+                    match batches.iter_mut().find(|(n, _)| *n == node) {
+                        Some((_, frames)) => frames.push(frame),
+                        None => batches.push((node, vec![frame])),
+                    }
+                }
+                Outgoing::Flushed(answer) => {
+                    publish(&cluster, &mut batches).await;
+                    let _ = answer.send(());
+                }
             }
         }
-        for (node, frames) in batches {
-            let count = frames.len() as u64;
-            let payload = wire::encode(&frames);
-            match cluster
-                .client
-                .publish(cluster.names.to(&node), payload.into())
-                .await
-            {
-                Ok(()) => {
-                    cluster.sent.fetch_add(count, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    tracing::warn!(node, frames = count, error = %e, "frames for a node were not sent")
-                }
+        publish(&cluster, &mut batches).await;
+    }
+}
+
+/// Publishes each node's batch, one NATS message per node.
+async fn publish(cluster: &Cluster, batches: &mut Vec<(String, Vec<Frame>)>) {
+    for (node, frames) in batches.drain(..) {
+        let count = frames.len() as u64;
+        let payload = wire::encode(&frames);
+        match cluster
+            .client
+            .publish(cluster.names.to(&node), payload.into())
+            .await
+        {
+            Ok(()) => {
+                cluster.sent.fetch_add(count, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!(node, frames = count, error = %e, "frames for a node were not sent")
             }
         }
     }
@@ -96,12 +109,12 @@ pub(super) async fn hear(cluster: Arc<Cluster>, mut beats: async_nats::Subscribe
             Change::None => {}
             Change::Up => {
                 tracing::info!(node, "a node joined the cluster");
-                cluster.announce(&kernel, NODE_UP_KIND, &node);
+                cluster.announce(&kernel, CLUSTER_TOPIC, NODE_UP_KIND, &node);
             }
             Change::Down => cluster.node_down(&node, &kernel),
             Change::Restarted => {
                 cluster.node_down(&node, &kernel);
-                cluster.announce(&kernel, NODE_UP_KIND, &node);
+                cluster.announce(&kernel, CLUSTER_TOPIC, NODE_UP_KIND, &node);
             }
         }
     }

@@ -63,14 +63,7 @@ impl Watches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::ActorPath;
-
-    fn at(path: &str, incarnation: u64) -> Address {
-        Address {
-            path: ActorPath::parse(path).unwrap(),
-            incarnation,
-        }
-    }
+    use crate::address::at;
 
     #[test]
     fn a_watch_ends_once_by_notice_or_by_node_down() {

@@ -11,7 +11,6 @@
 
 use std::sync::Arc;
 
-use super::deadletters::DeadLetterReason;
 use super::spawn::SpawnRequest;
 use super::{Kernel, Undelivered};
 use crate::actor::mailbox::{ActorRef, SystemMsg};
@@ -109,24 +108,22 @@ impl Kernel {
     /// `watcher` watches `target`: the target's cell (here) or its node (elsewhere) will tell
     /// it once. False if no such incarnation lives: the caller tells the watcher at once.
     pub(crate) fn watch(&self, watcher: &Address, target: &Address) -> bool {
-        let local = self.registry.with(target.path.as_str(), |actor| {
-            actor.map(|a| {
-                a.address.incarnation == target.incarnation
-                    && a.signal(SystemMsg::Watch(watcher.clone()))
-            })
-        });
-        match local {
-            Some(registered) => registered,
-            None => self
-                .remote()
-                .is_some_and(|remote| remote.watch(watcher, target)),
-        }
+        self.watch_here(watcher, target).unwrap_or_else(|| {
+            self.remote()
+                .is_some_and(|remote| remote.watch(watcher, target))
+        })
     }
 
     /// A watch from another node: only an actor of this node can take it.
     pub(crate) fn watch_local(&self, watcher: &Address, target: &Address) -> bool {
+        self.watch_here(watcher, target).unwrap_or(false)
+    }
+
+    /// Registers the watch with the actor at `target`'s path here; `None` if no actor lives
+    /// at that path here.
+    fn watch_here(&self, watcher: &Address, target: &Address) -> Option<bool> {
         self.registry.with(target.path.as_str(), |actor| {
-            actor.is_some_and(|a| {
+            actor.map(|a| {
                 a.address.incarnation == target.incarnation
                     && a.signal(SystemMsg::Watch(watcher.clone()))
             })
@@ -166,15 +163,5 @@ impl Kernel {
         if let Some(undelivered) = self.deliver_here(path, incarnation, envelope) {
             self.dead_letter(undelivered.envelope, undelivered.target, undelivered.reason);
         }
-    }
-
-    /// A message for `path` that the cluster could not deliver: a dead letter for `reason`.
-    pub(crate) fn undeliverable(
-        self: &Arc<Self>,
-        path: &str,
-        envelope: Envelope,
-        reason: DeadLetterReason,
-    ) {
-        self.dead_letter(envelope, path.to_owned(), reason);
     }
 }
