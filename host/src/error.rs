@@ -306,6 +306,9 @@ pub enum HostError {
     /// The database could not be opened.
     #[error(transparent)]
     Store(#[from] DatabaseError),
+    /// The persistence store could not be opened.
+    #[error("cannot open the persistence store")]
+    Storage(#[source] BoxError),
 }
 
 /// A manifest could not be read or is invalid.

@@ -33,10 +33,13 @@
 //!   nothing: it has no database writer at all, and what its actor would write is counted and
 //!   dropped when the step is sealed.
 
+pub(crate) mod backend;
 mod backlog;
+pub(crate) mod channel;
 pub(crate) mod entities;
 pub(crate) mod history;
 pub(crate) mod journal;
+mod local;
 pub(crate) mod owners;
 mod reminders;
 
@@ -44,15 +47,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 
 use wasmtime::component::Linker;
 
+use self::backend::{Backend, StorageError};
 use self::backlog::{Parked, Parking};
 use self::entities::{Entities, EntityOptions};
 use self::history::History;
-use self::journal::{Ack, Journal, Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
+use self::journal::{Op, OutboxRow, ReminderRow, StepWrite, unix_ms};
+use self::local::Local;
 use self::owners::Owner;
 use self::reminders::{Reminder, Reminders};
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
@@ -60,7 +64,6 @@ use crate::actor::core::ActorCore;
 use crate::actor::step::{Commit, Deferred, Step};
 use crate::address::Address;
 use crate::caps::timers::wheel::Wheel;
-use crate::error::DatabaseError;
 use crate::error::{HostError, SpawnError};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::{Envelope, Receipt};
@@ -69,7 +72,7 @@ use crate::quota::Quota;
 use crate::sandbox::bindings::mote::actor::persistence::{
     self as wit, Event as WitEvent, PersistError, Snapshot as WitSnapshot,
 };
-use crate::storage::committer::{CommitStats, Committer};
+use crate::storage::committer::CommitStats;
 
 /// The longest persistence id accepted.
 const MAX_PID_BYTES: usize = 1024;
@@ -78,18 +81,12 @@ const MAX_REPLAY_PAGE: usize = 4096;
 /// From how many events to replay a recovery is reported as progress.
 const REPORTED_REPLAY: u64 = 10_000;
 
-/// The durable side of the host: the journal and its committer.
-struct Durable {
-    journal: Arc<Journal>,
-    committer: Arc<Committer>,
-}
-
 /// Where persistent actors' state lives.
 enum Store {
     /// Nowhere: the host runs without a database (`recover` answers `unavailable`).
     Volatile,
-    /// In the host's database.
-    Durable(Durable),
+    /// In a store: the host's database, or one every node reaches.
+    Durable(Arc<dyn Backend>),
     /// In a history read for a replay, which writes nothing.
     Replay(Arc<History>),
 }
@@ -187,13 +184,13 @@ impl Persistence {
         Ok(woken)
     }
 
-    /// The committer's counters, if the host has a database.
+    /// The store's commit counters, if the host has a store.
     pub(crate) fn stats(&self) -> Option<CommitStats> {
-        self.durable().map(|d| d.committer.stats())
+        self.durable().map(|d| d.stats())
     }
 
-    /// The host's database side, if it has one.
-    fn durable(&self) -> Option<&Durable> {
+    /// The host's store, if it has one.
+    fn durable(&self) -> Option<&Arc<dyn Backend>> {
         match &self.store {
             Store::Durable(durable) => Some(durable),
             Store::Volatile | Store::Replay(_) => None,
@@ -217,23 +214,14 @@ impl Capability for Persistence {
         let store = match (env.replay, env.database) {
             (Some(history), _) => Store::Replay(history.clone()),
             (None, Some(db)) => {
-                let journal = Arc::new(Journal::open(db.clone())?);
-                let backlog = journal.backlog()?;
-                let finish = {
-                    let journal = journal.clone();
-                    Box::new(move |txn: &redb::WriteTransaction| journal.record_ids(txn))
-                };
-                let committer = Arc::new(Committer::start(
-                    db.clone(),
-                    env.config.group_commit,
-                    finish,
-                ));
+                let store: Arc<dyn Backend> = Arc::new(Local::open(db, env.config.group_commit)?);
+                let backlog = store.backlog().map_err(storage_failed)?;
                 for receipt in parking.fill(backlog) {
-                    committer.lazy(Box::new(Ack(receipt)));
+                    store.settle(receipt);
                 }
                 let (messages, reminders) = parking.len();
-                tracing::info!(path = %db.path().display(), messages, reminders, "database opened");
-                Store::Durable(Durable { journal, committer })
+                tracing::info!(store = store.name(), path = %db.path().display(), messages, reminders, "store opened");
+                Store::Durable(store)
             }
             (None, None) => Store::Volatile,
         };
@@ -287,26 +275,9 @@ impl Capability for Persistence {
     }
 
     fn metrics(&self, registry: &mut Registry) {
-        let Some(durable) = self.durable() else {
-            return;
-        };
-        let stats = durable.committer.stats();
-        registry.register(
-            "commit_steps",
-            "Durable steps committed (state, events and the messages they send)",
-            ConstCounter::new(stats.steps),
-        );
-        registry.register(
-            "fsyncs",
-            "Write transactions made durable, one fsync each (group commit folds steps into one)",
-            ConstCounter::new(stats.transactions),
-        );
-        registry.register_with_unit(
-            "commit_latency",
-            "Time from a step handing its write over to its write being durable",
-            Unit::Seconds,
-            durable.committer.latency(),
-        );
+        if let Some(store) = self.durable() {
+            store.metrics(registry);
+        }
     }
 
     fn started(&self, kernel: &Arc<Kernel>) {
@@ -315,9 +286,9 @@ impl Capability for Persistence {
     }
 
     async fn shutdown(&self) {
-        if let Some(durable) = self.durable() {
-            durable.committer.flush().await;
-            durable.committer.close();
+        if let Some(store) = self.durable() {
+            store.flush().await;
+            store.close();
         }
     }
 
@@ -328,6 +299,9 @@ impl Capability for Persistence {
     fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Persistent>) {
         if let Some(journal) = state.and_then(|s| s.journal.as_ref()) {
             self.release_claim(&journal.pid, actor);
+            if let Some(store) = self.durable() {
+                store.released(&journal.pid, actor);
+            }
         }
     }
 
@@ -370,7 +344,7 @@ impl Capability for Persistence {
         let sends = step.held_sends() as u64;
         let mut outbox = Vec::with_capacity(sends as usize);
         if sends > 0 {
-            let first = durable.journal.allocate_outbox(sends);
+            let first = durable.allocate_outbox(sends);
             for (id, (path, envelope)) in (first..).zip(step.sends_mut()) {
                 envelope.receipt = Some(Receipt::Outbox(id));
                 outbox.push((
@@ -392,23 +366,11 @@ impl Capability for Persistence {
             acks: std::mem::take(consumed),
             owner: journal.owner.take().map(|owner| *owner),
         };
-        let committer = durable.committer.clone();
-        Some(Box::pin(async move {
-            committer
-                .commit(Box::new(write))
-                .await
-                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
-        }))
+        Some(durable.commit(write))
     }
 
     fn acknowledge(&self, receipt: Receipt) -> Option<Commit> {
-        let committer = self.durable()?.committer.clone();
-        Some(Box::pin(async move {
-            committer
-                .commit(Box::new(Ack(receipt)))
-                .await
-                .map_err(|e| Box::new(CommitFailed(e)) as crate::error::BoxError)
-        }))
+        Some(self.durable()?.acknowledge(receipt))
     }
 
     fn abandon(&self, state: &mut Persistent) {
@@ -471,16 +433,11 @@ impl Capability for Persistence {
     }
 
     fn settle(&self, receipt: Receipt) {
-        if let Some(durable) = self.durable() {
-            durable.committer.lazy(Box::new(Ack(receipt)));
+        if let Some(store) = self.durable() {
+            store.settle(receipt);
         }
     }
 }
-
-/// A commit of a step that failed.
-#[derive(Debug, thiserror::Error)]
-#[error("persistence commit failed")]
-struct CommitFailed(#[source] Arc<DatabaseError>);
 
 /// The reminders of a committed step, to arm.
 struct ArmReminders {
@@ -525,8 +482,16 @@ fn legacy_of(pid: &str) -> String {
     format!("{}:{name}", journal::LEGACY_SCOPE)
 }
 
-fn storage(e: DatabaseError) -> PersistError {
+fn storage(e: StorageError) -> PersistError {
     PersistError::Storage(crate::error::chain(&e))
+}
+
+/// A store that failed as the host started.
+fn storage_failed(e: StorageError) -> HostError {
+    match e {
+        StorageError::Database(e) => HostError::from(e),
+        other => HostError::Storage(Box::new(other)),
+    }
 }
 
 impl Call<'_, Persistence> {
@@ -601,13 +566,12 @@ impl wit::Host for Call<'_, Persistence> {
         let scope = &self.state.scope;
         let own_path = pid == format!("{scope}:{}", self.actor.me.path);
         let trusted = self.cap.legacy_owners.iter().any(|m| m == scope);
-        if (own_path || trusted) && durable.journal.adopt(&pid).map_err(storage)? {
+        if (own_path || trusted) && durable.adopt(&pid).map_err(storage)? {
             self.cap.reminders.transfer(&legacy_of(&pid), &pid);
             tracing::info!(%pid, "adopted the state its id had before persistence ids were scoped");
         }
-        let snapshot = durable.journal.snapshot(&pid).map_err(storage)?;
-        let seq = durable.journal.last_seq(&pid).map_err(storage)?;
-        let seq = seq.max(snapshot.as_ref().map_or(0, |s| s.seq));
+        let recovered = durable.recover(&pid, &self.actor.me).map_err(storage)?;
+        let (snapshot, seq) = (recovered.snapshot, recovered.seq);
         let from = snapshot.as_ref().map_or(0, |s| s.seq);
         if seq - from >= REPORTED_REPLAY {
             let task = Task::Recovery {
@@ -633,8 +597,8 @@ impl wit::Host for Call<'_, Persistence> {
         let pid = self.journal()?.pid.clone();
         let max = (max as usize).min(MAX_REPLAY_PAGE);
         let events = match &self.cap.store {
-            Store::Durable(durable) => durable.journal.events(&pid, after, max),
-            Store::Replay(history) => history.events(after, max),
+            Store::Durable(durable) => durable.events(&pid, after, max),
+            Store::Replay(history) => history.events(after, max).map_err(StorageError::from),
             Store::Volatile => return Err(PersistError::Unavailable),
         }
         .map_err(storage)?;
@@ -718,7 +682,7 @@ impl wit::Host for Call<'_, Persistence> {
             return Err(PersistError::Quota(quota.into()));
         }
         let id = match &cap.store {
-            Store::Durable(durable) => durable.journal.allocate_reminder(),
+            Store::Durable(durable) => durable.allocate_reminder(),
             Store::Replay(history) => history.allocate_reminder(),
             Store::Volatile => return Err(PersistError::Unavailable),
         };
@@ -816,7 +780,7 @@ mod tests {
     use crate::storage::committer::Write;
 
     /// A persistence service on a fresh database, with outbox rows 1..=`rows` waiting.
-    fn persistence(rows: u64) -> (Persistence, Scratch) {
+    fn persistence(rows: u64) -> (Persistence, Arc<crate::storage::Database>, Scratch) {
         let scratch = Scratch::new("acknowledge");
         let db = scratch.database("d.redb");
         let persistence = Persistence::new(&Env {
@@ -842,12 +806,14 @@ mod tests {
             ..StepWrite::default()
         };
         db.write_with(|txn| write.apply(txn)).expect("the rows");
-        (persistence, scratch)
+        (persistence, db, scratch)
     }
 
-    fn outbox(persistence: &Persistence) -> u64 {
-        let journal = &persistence.durable().expect("durable").journal;
-        journal.outbox_len().expect("the outbox")
+    fn outbox(db: &crate::storage::Database) -> u64 {
+        use redb::ReadableTableMetadata;
+        let read = db.read().expect("a read");
+        let table = read.open_table(journal::OUTBOX).expect("the outbox");
+        table.len().expect("its length")
     }
 
     fn runtime() -> tokio::runtime::Runtime {
@@ -859,26 +825,26 @@ mod tests {
 
     #[test]
     fn acknowledging_first_removes_the_row_durably() {
-        let (persistence, _scratch) = persistence(2);
+        let (persistence, db, _scratch) = persistence(2);
         let ack = persistence
             .acknowledge(Receipt::Outbox(1))
             .expect("a write to await first");
         runtime()
             .block_on(ack)
             .expect("the acknowledgement commits");
-        assert_eq!(outbox(&persistence), 1, "row 1 is gone, row 2 waits");
+        assert_eq!(outbox(&db), 1, "row 1 is gone, row 2 waits");
     }
 
     #[test]
     fn a_failed_acknowledgement_is_an_error_and_the_row_stays() {
-        let (persistence, _scratch) = persistence(1);
-        persistence.durable().unwrap().committer.close();
+        let (persistence, db, _scratch) = persistence(1);
+        persistence.durable().unwrap().close();
         let ack = persistence.acknowledge(Receipt::Outbox(1)).unwrap();
         assert!(
             runtime().block_on(ack).is_err(),
             "the guest must not see it"
         );
-        assert_eq!(outbox(&persistence), 1, "its row stays");
+        assert_eq!(outbox(&db), 1, "its row stays");
     }
 
     #[test]
