@@ -38,7 +38,8 @@
 //!  actor       mailbox (three lanes, ActorRef) · supervisor (strategies, decisions)
 //!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
 //!  sched       the actor scheduler: worker threads polling cells (tokio keeps I/O, time)
-//!  storage     database (the redb file) · committer (group commit)
+//!  storage     database (the redb file) · committer (group commit) · jetstream (records,
+//!              checkpoints and writer leases in NATS JetStream)
 //!  guestlog    guest log lines through a bounded queue and a thread of their own
 //!  vocabulary  address · message · quota · config · error · stats (each actor's figures)
 //!              · progress (long work reported as it goes) · trace (the span of a message)

@@ -2,7 +2,8 @@
 //! and waiting for reports with a deadline (never a sleep).
 
 pub mod collector;
-pub mod nats;
+/// The nats-server the cluster tests run (its own crate, so the host's unit tests can use it).
+pub use mote_nats_server as nats;
 
 use std::time::Duration;
 

