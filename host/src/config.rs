@@ -27,6 +27,7 @@ pub struct HostConfig {
     pub(crate) cpu_deadline: Duration,
     pub(crate) root_strategy: Strategy,
     pub(crate) storage: Option<PathBuf>,
+    pub(crate) jetstream: Option<crate::storage::jetstream::StoreConfig>,
     pub(crate) group_commit: usize,
     pub(crate) max_state_bytes: usize,
     pub(crate) module_cache: Option<PathBuf>,
@@ -60,6 +61,7 @@ impl Default for HostConfig {
             cpu_deadline: Duration::from_secs(5),
             root_strategy: Strategy::default(),
             storage: None,
+            jetstream: None,
             group_commit: 1024,
             max_state_bytes: 16 << 20,
             module_cache: None,
@@ -213,6 +215,16 @@ impl HostConfig {
     /// a counter in [`ActorSystem::tree`](crate::ActorSystem::tree).
     pub fn quotas(&mut self, quotas: Quotas) -> &mut Self {
         self.quotas = quotas;
+        self
+    }
+
+    /// Keeps persistent actors' state in JetStream instead of the database file, so that it
+    /// follows them to any node of a cluster (see the persistence capability's JetStream store).
+    pub fn jetstream_storage(
+        &mut self,
+        config: crate::storage::jetstream::StoreConfig,
+    ) -> &mut Self {
+        self.jetstream = Some(config);
         self
     }
 

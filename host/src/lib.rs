@@ -111,7 +111,9 @@ pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;
 pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 pub use deploy::checks::CONTRACT_VERSION;
-pub use deploy::manifest::{ActorSpec, ClusterSpec, EntitySpec, Manifest, ModuleSpec, decode_hex};
+pub use deploy::manifest::{
+    ActorSpec, Backend as StorageBackend, ClusterSpec, EntitySpec, Manifest, ModuleSpec, decode_hex,
+};
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{
     NodeUpgrade, NodeUpgradeError, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport,
@@ -130,6 +132,7 @@ pub use progress::{Progress, Task};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
 pub use stats::StatsSnapshot;
+pub use storage::jetstream::StoreConfig;
 pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{
     ActorInfo, ActorSystem, Dropped, MetricsQuery, Probe, Recovered, Replay, ReplayOptions,

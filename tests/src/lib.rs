@@ -135,6 +135,25 @@ pub async fn wait_until(mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Polls `probe` (every 20 ms) until it gives a value, or panics after `patience`. For state
+/// only an ask can read (an actor's count across nodes).
+pub async fn wait_until_async<T, F: std::future::Future<Output = Option<T>>>(
+    patience: Duration,
+    mut probe: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met within {patience:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits for `address` to terminate, or panics after [`DEADLINE`].
 pub async fn terminated(system: &ActorSystem, address: &mote_host::Address) {
     tokio::time::timeout(DEADLINE, system.terminated(address))

@@ -11,6 +11,10 @@
 //!   (`count = n`, `sum += n`), counted in `dups` if at most `count`, else counted in `gaps`
 //!   and taken anyway. Every 64th event saves a snapshot and deletes the events it covers, so
 //!   recovery is a snapshot and a replay;
+//! - `tally`: a sink that does not rely on order (across nodes, a count lost with a node comes
+//!   again after later ones): each `Count(n)` is journaled as an event, then taken if it was
+//!   never seen (`count` is how many distinct counts it took, `sum` their sum), else counted in
+//!   `dups`; it never snapshots, so recovery replays every event;
 //! - `stasher <batch>`: a sink that stashes each `Count` until it holds `batch`, then takes
 //!   them, in order, as `sink` does, before stashing again: one batch by unstashing them all
 //!   (one per call), the next by taking them out of the stash in one call, and so on. `Flush`
@@ -24,6 +28,7 @@
 //! Every mode replies to `Query` with its `LedgerState` (a source's `count` is how many it
 //! sent); other orders are ignored with a warning.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use mote_example_protocol::{Ledger, LedgerState, init_arg, init_opt, init_words};
@@ -40,6 +45,8 @@ enum Mode {
     Relay { target: String },
     /// Checks the counts it receives.
     Sink,
+    /// Checks the counts it receives, in any order.
+    Tally,
     /// Checks the counts it receives, `batch` at a time through the stash.
     Stasher { batch: u64 },
     /// Keeps nothing durable; passes counts on to `target`, then lingers over each.
@@ -54,6 +61,18 @@ struct Node {
     draining: u64,
     /// A stasher's full batches so far.
     batches: u64,
+    /// A tally's counts taken.
+    seen: BTreeSet<u64>,
+}
+
+/// Takes count `n` into a tally's state, whatever the order counts come in.
+fn tally(state: &mut LedgerState, seen: &mut BTreeSet<u64>, n: u64) {
+    if seen.insert(n) {
+        state.count += 1;
+        state.sum += n;
+    } else {
+        state.dups += 1;
+    }
 }
 
 /// Takes count `n` into a sink's state: the rule shared by live counts and replayed events.
@@ -110,6 +129,7 @@ impl Actor for Node {
                 target: init_arg(&words, 1, "target-path")?,
             },
             "sink" => Mode::Sink,
+            "tally" => Mode::Tally,
             "stasher" => Mode::Stasher {
                 batch: init_arg(&words, 1, "batch")?,
             },
@@ -129,12 +149,17 @@ impl Actor for Node {
                 }
             }
             other => {
-                let why =
-                    format!("unknown mode `{other}` (source, relay, sink, stasher or witness)");
+                let why = format!(
+                    "unknown mode `{other}` (source, relay, sink, tally, stasher or witness)"
+                );
                 return Err(mote_guest::Error::msg(why));
             }
         };
+        let mut seen = BTreeSet::new();
         let state = match mode {
+            Mode::Tally => ctx
+                .recover::<LedgerState, u64>()?
+                .fold(LedgerState::default, |state, n| tally(state, &mut seen, n))?,
             Mode::Sink | Mode::Stasher { .. } => ctx
                 .recover::<LedgerState, u64>()?
                 .fold(LedgerState::default, take)?,
@@ -154,6 +179,7 @@ impl Actor for Node {
             state,
             draining: 0,
             batches: 0,
+            seen,
         })
     }
 
@@ -172,6 +198,10 @@ impl Actor for Node {
                 ctx.tell_path(target, &Ledger::Count(self.state.count))?;
             }
             (Mode::Sink, Ledger::Count(n)) => self.count(ctx, n)?,
+            (Mode::Tally, Ledger::Count(n)) => {
+                ctx.persist(&n)?;
+                tally(&mut self.state, &mut self.seen, n);
+            }
             (Mode::Witness { target, linger }, Ledger::Count(n)) => {
                 self.state.count += 1;
                 ctx.tell_path(target, &Ledger::Count(n))?;

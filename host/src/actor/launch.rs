@@ -110,6 +110,14 @@ impl Extensions for Launcher {
         self.caps.acknowledge(receipt)
     }
 
+    fn export_receipt(&self, receipt: Receipt) -> Option<Vec<u8>> {
+        self.caps.export_receipt(receipt)
+    }
+
+    fn import_receipt(&self, token: &[u8]) -> Option<Receipt> {
+        self.caps.import_receipt(token)
+    }
+
     fn dead_letter(&self, kernel: &Arc<Kernel>, envelope: &Envelope, target: &str) {
         self.caps.dead_letter(kernel, envelope, target);
     }

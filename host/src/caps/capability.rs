@@ -103,6 +103,12 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
     /// The actor has terminated for good; `state` is its last instance's, if it had one.
     fn stopped(&self, _kernel: &Arc<Kernel>, _actor: &Address, _state: Option<&mut Self::State>) {}
 
+    /// A durable message is about to reach the actor's guest: false if the actor has already
+    /// consumed it (a duplicate: it is acknowledged again and dropped).
+    fn fresh(&self, _state: &mut Self::State, _receipt: Receipt) -> bool {
+        true
+    }
+
     /// A host message (kind `mote.*`) for the actor: false drops it before the guest sees it.
     fn admit(&self, _state: &mut Self::State, _envelope: &Envelope) -> bool {
         true
@@ -179,6 +185,17 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
 
     /// A durable message was consumed without a journaled step, or dropped.
     fn settle(&self, _receipt: Receipt) {}
+
+    /// A durable message leaves for another node: its receipt as a token that node takes over
+    /// (`None` from the others, or from a store that cannot hand receipts on).
+    fn export_receipt(&self, _receipt: Receipt) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// The receipt here of a durable message that came from another node with `token`.
+    fn import_receipt(&self, _token: &[u8]) -> Option<Receipt> {
+        None
+    }
 
     /// A message became a dead letter.
     fn dead_letter(&self, _kernel: &Arc<Kernel>, _envelope: &Envelope, _target: &str) {}
@@ -378,6 +395,12 @@ macro_rules! capabilities {
                 $(self.$field.stopped(kernel, actor, states.as_mut().map(|s| &mut s.$field));)*
             }
 
+            /// Whether the actor has not consumed this durable message yet.
+            pub(crate) fn fresh(&self, states: &mut States, receipt: $crate::message::Receipt) -> bool {
+                use $crate::caps::capability::Capability as _;
+                $(self.$field.fresh(&mut states.$field, receipt) &&)* true
+            }
+
             /// Whether the guest sees this host message.
             pub(crate) fn admit(&self, states: &mut States, envelope: &$crate::message::Envelope) -> bool {
                 use $crate::caps::capability::Capability as _;
@@ -520,6 +543,29 @@ macro_rules! capabilities {
             pub(crate) fn settle(&self, receipt: $crate::message::Receipt) {
                 use $crate::caps::capability::Capability as _;
                 $(self.$field.settle(receipt);)*
+            }
+
+            /// A durable message's receipt as a token another node takes over, if a capability
+            /// can hand it on.
+            pub(crate) fn export_receipt(&self, receipt: $crate::message::Receipt) -> Option<Vec<u8>> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    if let Some(token) = self.$field.export_receipt(receipt) {
+                        return Some(token);
+                    }
+                )*
+                None
+            }
+
+            /// The receipt here of a durable message from another node.
+            pub(crate) fn import_receipt(&self, token: &[u8]) -> Option<$crate::message::Receipt> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    if let Some(receipt) = self.$field.import_receipt(token) {
+                        return Some(receipt);
+                    }
+                )*
+                None
             }
 
             /// A dead letter, for the capabilities that watch them.

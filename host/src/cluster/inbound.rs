@@ -29,36 +29,13 @@ impl Cluster {
                 path,
                 incarnation,
                 msg,
-            } => {
-                let Some(envelope) = wire::envelope(msg, me) else {
-                    self.malformed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                };
-                let path = wire::localize(&path, me);
-                if envelope.kind == TERMINATED_KIND
-                    && let (Some(target), Ok(watcher)) =
-                        (&envelope.sender, crate::address::ActorPath::parse(path))
-                {
-                    let watcher = Address {
-                        path: watcher,
-                        incarnation: incarnation.unwrap_or(0),
-                    };
-                    self.watches.remove(&watcher, target);
-                }
-                // An entity with no live activation here waits for its lease; anything else is
-                // delivered (the kind check first: it spares the registry's lock).
-                if self.caps.persistence.entities.is_entity(path)
-                    && !kernel.registry.with(path, |a| a.is_some())
-                {
-                    match self.entity(kernel, path, incarnation, envelope) {
-                        Ok(None) => {}
-                        Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
-                        Err(envelope) => kernel.deliver_inbound(path, incarnation, envelope),
-                    }
-                    return;
-                }
-                kernel.deliver_inbound(path, incarnation, envelope);
-            }
+            } => self.deliver(kernel, &path, incarnation, msg, None),
+            Frame::DeliverDurable {
+                path,
+                incarnation,
+                msg,
+                receipt,
+            } => self.deliver(kernel, &path, incarnation, msg, Some(&receipt)),
             Frame::Watch { watcher, target } => {
                 let (Some(watcher), Some(target)) = (
                     wire::parse_address(&watcher, me),
@@ -108,6 +85,48 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Delivers a message from another node; `receipt`: a durable message's token, which this
+    /// node's store takes over.
+    fn deliver(
+        &self,
+        kernel: &Arc<Kernel>,
+        path: &str,
+        incarnation: Option<u64>,
+        msg: wire::Msg,
+        receipt: Option<&[u8]>,
+    ) {
+        let me = self.me.as_str();
+        let Some(mut envelope) = wire::envelope(msg, me) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        envelope.receipt = receipt.and_then(|token| kernel.import_receipt(token));
+        let path = wire::localize(path, me);
+        if envelope.kind == TERMINATED_KIND
+            && let (Some(target), Ok(watcher)) =
+                (&envelope.sender, crate::address::ActorPath::parse(path))
+        {
+            let watcher = Address {
+                path: watcher,
+                incarnation: incarnation.unwrap_or(0),
+            };
+            self.watches.remove(&watcher, target);
+        }
+        // An entity with no live activation here waits for its lease; anything else is
+        // delivered (the kind check first: it spares the registry's lock).
+        if self.caps.persistence.entities.is_entity(path)
+            && !kernel.registry.with(path, |a| a.is_some())
+        {
+            match self.entity(kernel, path, incarnation, envelope) {
+                Ok(None) => {}
+                Ok(Some(u)) => kernel.dead_letter(u.envelope, u.target, u.reason),
+                Err(envelope) => kernel.deliver_inbound(path, incarnation, envelope),
+            }
+            return;
+        }
+        kernel.deliver_inbound(path, incarnation, envelope);
     }
 
     /// A signal from another node for `to`, an actor here (a parent, or a child).

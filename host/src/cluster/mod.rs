@@ -22,8 +22,10 @@
 //!   actor's node, or, if that node goes down first, from its own node ([`watches`]).
 //! - Every subject and bucket is under the cluster's name; a guest has no import that reaches
 //!   NATS: only the host's own delivery does.
-//! - Cross-node delivery is at most once: a durable message's receipt is settled when it is
-//!   handed to NATS (the cluster-durability work makes it exactly once).
+//! - Cross-node delivery of a durable message is exactly once when the persistence store
+//!   hands receipts on (JetStream: its receipt crosses in a `DeliverDurable` frame and is
+//!   acknowledged where it is consumed; a lost frame leaves it pending at its sender). With the
+//!   local store it is at most once: its receipt is settled when it is handed to NATS.
 
 mod config;
 mod inbound;

@@ -284,16 +284,25 @@ impl Cluster {
     /// Forwards what a stand-in got to its child on `node`.
     pub(super) fn forward_user(&self, node: &str, child: &Address, msg: UserMsg) {
         let frame = match msg {
-            UserMsg::Message(mut envelope) => {
-                if let Some(kernel) = self.kernel() {
+            UserMsg::Message(mut envelope) => match self.kernel() {
+                Some(kernel) => {
+                    let path = child.path.to_string();
+                    let frame = deliver_frame(
+                        &kernel,
+                        path,
+                        Some(child.incarnation),
+                        &mut envelope,
+                        &self.me,
+                    );
                     kernel.settle(envelope.receipt.take());
+                    frame
                 }
-                Frame::Deliver {
+                None => Frame::Deliver {
                     path: child.path.to_string(),
                     incarnation: Some(child.incarnation),
                     msg: wire::msg(&envelope, &self.me),
-                }
-            }
+                },
+            },
             UserMsg::PoisonPill => Frame::Signal {
                 to: wire::address(child, &self.me),
                 signal: Signal::PoisonPill,
@@ -545,15 +554,18 @@ impl Cluster {
         if !self.members.is_live(node) {
             return undelivered(envelope, DeadLetterReason::NodeDown);
         }
-        let frame = Frame::Deliver {
-            path: path.to_owned(),
+        let frame = deliver_frame(
+            kernel,
+            path.to_owned(),
             incarnation,
-            msg: wire::msg(&envelope, &self.me),
-        };
+            &mut envelope,
+            &self.me,
+        );
         if !self.send(node, frame) {
+            // A receipt handed on stays unacknowledged: its sender sends it again on recovery.
             return undelivered(envelope, DeadLetterReason::Unreachable);
         }
-        // Handed to NATS: at most once from here (see the module's invariants).
+        // Handed to NATS: at most once from here, unless its receipt went with it.
         kernel.settle(envelope.receipt.take());
         None
     }
@@ -755,4 +767,34 @@ async fn lease_outcome(cluster: &Cluster, path: &str) -> Result<Result<u64, Stri
         "taking a lease",
         "the lease kept changing under this node",
     ))
+}
+
+/// The frame that delivers `envelope` to `path` on another node. A durable message whose
+/// receipt the store can hand on goes as [`Frame::DeliverDurable`] and loses its receipt here:
+/// the receiving node acknowledges it once consumed (exactly once, with a store every node
+/// reaches). Any other keeps its receipt, for the caller to settle at hand-off.
+fn deliver_frame(
+    kernel: &Kernel,
+    path: String,
+    incarnation: Option<u64>,
+    envelope: &mut Envelope,
+    me: &str,
+) -> Frame {
+    let msg = wire::msg(envelope, me);
+    match envelope.receipt.and_then(|r| kernel.export_receipt(r)) {
+        Some(token) => {
+            envelope.receipt = None;
+            Frame::DeliverDurable {
+                path,
+                incarnation,
+                msg,
+                receipt: token,
+            }
+        }
+        None => Frame::Deliver {
+            path,
+            incarnation,
+            msg,
+        },
+    }
 }

@@ -58,6 +58,15 @@ pub(crate) enum Frame {
     Spawn(Spawn),
     /// Put a signal on the system lane of `to` (a child and its parent on two nodes).
     Signal { to: (String, u64), signal: Signal },
+    /// [`Frame::Deliver`] of a durable message whose receipt the receiving node takes over
+    /// (its store's token): it is acknowledged there, once consumed. Added last, so the frames
+    /// before it keep their encoding.
+    DeliverDurable {
+        path: String,
+        incarnation: Option<u64>,
+        msg: Msg,
+        receipt: Vec<u8>,
+    },
 }
 
 /// A child of `parent` (an actor of the sending node) to spawn at `path`, as `incarnation`.

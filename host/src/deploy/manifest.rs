@@ -26,6 +26,10 @@
 //! [storage]
 //! path = "state/mote.redb"   # optional: the database (default ./mote.redb; `--db` overrides)
 //! legacy_owners = ["ledger"] # optional: modules that adopt the ids they name of a schema-1 file
+//! backend = "redb"           # or "jetstream": persistent state in JetStream, on any node
+//! url = "nats://127.0.0.1:4222" # jetstream: the server (default: the cluster's)
+//! shards = 4                 # jetstream: streams the journal is spread over
+//! lease_ms = 10000           # jetstream: how long a silent node keeps its writers' leases
 //!
 //! [quotas]                   # optional: every actor's bounds (see `Quotas`; defaults otherwise)
 //! timers = 1000
@@ -85,6 +89,25 @@ pub struct Manifest {
     /// Modules trusted to adopt the ids they name of a schema-1 database
     /// ([`HostConfig::legacy_owner`](crate::HostConfig::legacy_owner)).
     pub legacy_owners: Vec<String>,
+    /// Where persistent actors' state lives (`[storage] backend`).
+    pub backend: Backend,
+}
+
+/// The `[storage] backend`: where persistent actors' state lives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The host's redb file (the default).
+    #[default]
+    Redb,
+    /// JetStream, reached at `url` (the cluster's when `None`).
+    JetStream {
+        /// The NATS server.
+        url: Option<String>,
+        /// How many streams the journal is spread over.
+        shards: Option<u32>,
+        /// How long a silent node keeps its writers' leases.
+        lease: Option<std::time::Duration>,
+    },
 }
 
 /// One `[[entity]]` entry.
@@ -236,6 +259,10 @@ struct RawStorage {
     path: Option<PathBuf>,
     #[serde(default)]
     legacy_owners: Vec<String>,
+    backend: Option<String>,
+    url: Option<String>,
+    shards: Option<u32>,
+    lease_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -429,7 +456,41 @@ impl Manifest {
                 passivate_after: e.passivate_after_ms.map(std::time::Duration::from_millis),
             });
         }
+        let backend = match raw.storage.as_ref() {
+            None => Backend::Redb,
+            Some(s) => match s.backend.as_deref() {
+                None | Some("redb")
+                    if s.url.is_none() && s.shards.is_none() && s.lease_ms.is_none() =>
+                {
+                    Backend::Redb
+                }
+                None | Some("redb") => {
+                    return Err(invalid(
+                        "[storage] url, shards and lease_ms belong to backend = \"jetstream\""
+                            .into(),
+                    ));
+                }
+                Some("jetstream") => {
+                    if s.shards == Some(0) || s.lease_ms == Some(0) {
+                        return Err(invalid(
+                            "[storage] shards and lease_ms must be at least 1".into(),
+                        ));
+                    }
+                    Backend::JetStream {
+                        url: s.url.clone(),
+                        shards: s.shards,
+                        lease: s.lease_ms.map(std::time::Duration::from_millis),
+                    }
+                }
+                Some(other) => {
+                    return Err(invalid(format!(
+                        "[storage] backend {other:?} is unknown: use \"redb\" or \"jetstream\""
+                    )));
+                }
+            },
+        };
         Ok(Manifest {
+            backend,
             modules,
             actors,
             legacy_owners: raw
@@ -622,6 +683,31 @@ mod tests {
         );
         let unknown = "[[entity]]\nkind = \"carts\"\nmodule = \"nope\"\n";
         assert!(parse(unknown).unwrap_err().to_string().contains("nope"));
+    }
+
+    #[test]
+    fn the_storage_backend_is_redb_unless_the_manifest_names_jetstream() {
+        assert_eq!(parse("").unwrap().backend, Backend::Redb);
+        let m = parse("[storage]\nbackend = \"jetstream\"\nurl = \"nats://h:4222\"\nshards = 2\nlease_ms = 3000\n").unwrap();
+        assert_eq!(
+            m.backend,
+            Backend::JetStream {
+                url: Some("nats://h:4222".into()),
+                shards: Some(2),
+                lease: Some(std::time::Duration::from_secs(3)),
+            }
+        );
+        for (bad, says) in [
+            ("[storage]\nbackend = \"postgres\"\n", "postgres"),
+            ("[storage]\nurl = \"nats://h:4222\"\n", "jetstream"),
+            (
+                "[storage]\nbackend = \"jetstream\"\nshards = 0\n",
+                "at least 1",
+            ),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 
     #[test]

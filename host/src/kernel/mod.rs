@@ -78,6 +78,13 @@ pub(crate) trait Extensions: Send + Sync + 'static {
     /// The durable write that acknowledges `receipt` now (`None` without a database).
     fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit>;
 
+    /// A durable message is leaving for another node: its receipt as a token that node can
+    /// take over (`None`: this host cannot hand it on, and it is settled at hand-off).
+    fn export_receipt(&self, receipt: Receipt) -> Option<Vec<u8>>;
+
+    /// A durable message came from another node with `token`: its receipt here.
+    fn import_receipt(&self, token: &[u8]) -> Option<Receipt>;
+
     /// A message has become a dead letter.
     fn dead_letter(&self, kernel: &Arc<Kernel>, envelope: &Envelope, target: &str);
 
@@ -344,6 +351,17 @@ impl Kernel {
     /// acknowledged before its actor sees the message; `None` without a database.
     pub(crate) fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit> {
         self.ext()?.acknowledge(receipt)
+    }
+
+    /// A durable message's receipt as a token another node can take over, if this host can
+    /// hand it on.
+    pub(crate) fn export_receipt(&self, receipt: Receipt) -> Option<Vec<u8>> {
+        self.ext()?.export_receipt(receipt)
+    }
+
+    /// The receipt here of a durable message that came from another node with `token`.
+    pub(crate) fn import_receipt(&self, token: &[u8]) -> Option<Receipt> {
+        self.ext()?.import_receipt(token)
     }
 
     /// Settles durable messages' receipts: they were consumed without a durable step, or

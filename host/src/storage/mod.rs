@@ -6,8 +6,6 @@
 
 pub(crate) mod committer;
 pub(crate) mod database;
-// The JetStream persistence backend (issue 17) is its user; until it lands, only the tests are.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod jetstream;
 
 pub use committer::CommitStats;

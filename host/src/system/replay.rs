@@ -515,6 +515,14 @@ fn writer_of(history: &History, options: &ReplayOptions) -> Result<Writer, Repla
 struct Sealed;
 
 impl Extensions for Sealed {
+    fn export_receipt(&self, _receipt: Receipt) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn import_receipt(&self, _token: &[u8]) -> Option<Receipt> {
+        None
+    }
+
     fn launch(&self, kernel: &Arc<Kernel>, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let capacity = Capacity {
             messages: request.limits.mailbox_capacity,

@@ -505,6 +505,13 @@ impl Cell {
             self.kernel.settle(envelope.receipt.take());
             return None;
         }
+        if let Some(receipt) = envelope.receipt
+            && !self.caps.fresh(&mut instance.state().caps, receipt)
+        {
+            // Consumed before (sent again after a crash): acknowledged again, not seen again.
+            self.kernel.settle(envelope.receipt.take());
+            return None;
+        }
         let mut receipt = envelope.receipt.take();
         let state = instance.state();
         if let Some(ack) = self

@@ -73,6 +73,17 @@ pub(crate) struct Recovered {
     pub(crate) reminders: Vec<(u64, super::journal::ReminderRow)>,
 }
 
+/// A message to send again: its sender's incarnation, its receipt and its row.
+#[derive(Debug)]
+pub(crate) struct Resend {
+    /// The writer that sent it.
+    pub(crate) sender: Address,
+    /// Its fresh receipt.
+    pub(crate) receipt: Receipt,
+    /// The message.
+    pub(crate) row: super::journal::OutboxRow,
+}
+
 /// A future that resolves once everything handed over before it is durable.
 pub(crate) type Flushed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
@@ -102,6 +113,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// Whether `pid`'s writer on this host has not consumed the message of `receipt` yet.
+    fn admit(&self, _pid: &str, _receipt: Receipt) -> bool {
+        true
+    }
+
     /// Allocates `n` consecutive outbox ids; returns the first.
     fn allocate_outbox(&self, n: u64) -> u64;
 
@@ -117,6 +133,25 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Acknowledges a durable message that no persistent step consumed; needs no fsync of its
     /// own (at least once across a crash).
     fn settle(&self, receipt: Receipt);
+
+    /// A durable message leaves for another node: its receipt as a token that node's store
+    /// takes over (`None`: the store cannot; the message is settled at hand-off).
+    fn export(&self, _receipt: Receipt) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// The receipt here of a message whose receipt another node's store exported.
+    fn import(&self, _token: &[u8]) -> Option<Receipt> {
+        None
+    }
+
+    /// Messages of this host's writers sent longer than `after` ago and still not acknowledged,
+    /// each with a fresh receipt, to send again: `(sender, target, message)` (a store whose
+    /// outbox follows its writer; the local store acknowledges in the receiver's transaction
+    /// and never needs to).
+    fn overdue(&self, _after: std::time::Duration) -> Vec<Resend> {
+        Vec::new()
+    }
 
     /// `writer`'s incarnation, the writer of `pid`, has ended.
     fn released(&self, _pid: &str, _writer: &Address) {}

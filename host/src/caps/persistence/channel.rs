@@ -107,13 +107,14 @@ impl Seen {
     }
 
     /// How many numbers are remembered in all (the bound's measure).
+    #[cfg(test)]
     pub(crate) fn remembered(&self) -> usize {
         self.senders.values().map(|s| s.above.len()).sum()
     }
 }
 
 /// The sending side of one persistence id: its next number and what is not yet acknowledged.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Outbox<R> {
     /// The last number handed out.
     pub(crate) last: u64,
@@ -121,6 +122,16 @@ pub(crate) struct Outbox<R> {
     pub(crate) pending: BTreeMap<u64, R>,
     /// The highest number sent to each target path, the floor when nothing to it is pending.
     pub(crate) highest: BTreeMap<String, u64>,
+}
+
+impl<R> Default for Outbox<R> {
+    fn default() -> Self {
+        Outbox {
+            last: 0,
+            pending: BTreeMap::new(),
+            highest: BTreeMap::new(),
+        }
+    }
 }
 
 impl<R> Outbox<R> {
@@ -139,6 +150,7 @@ impl<R> Outbox<R> {
     }
 
     /// Records a sent message and returns its number.
+    #[cfg(test)]
     pub(crate) fn send(&mut self, target: &str, row: R) -> u64 {
         self.last += 1;
         self.pending.insert(self.last, row);

@@ -86,7 +86,7 @@ pub(crate) struct Backlog {
 }
 
 /// One change to a persistence id's durable state, in the order the actor made it.
-#[derive(Debug)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Op {
     Snapshot { seq: u64, state: Vec<u8> },
     Event { seq: u64, data: Vec<u8> },

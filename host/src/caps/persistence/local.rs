@@ -55,12 +55,6 @@ impl Local {
         })
     }
 
-    /// The journal's tables.
-    #[cfg(test)]
-    pub(crate) fn journal(&self) -> &Journal {
-        &self.journal
-    }
-
     fn committed(&self, write: Box<dyn crate::storage::committer::Write>) -> Commit {
         let committer = self.committer.clone();
         Box::pin(async move {

@@ -38,6 +38,7 @@ mod backlog;
 pub(crate) mod channel;
 pub(crate) mod entities;
 pub(crate) mod history;
+mod jetstream;
 pub(crate) mod journal;
 mod local;
 pub(crate) mod owners;
@@ -213,6 +214,12 @@ impl Capability for Persistence {
         let parking = Arc::new(Parking::default());
         let store = match (env.replay, env.database) {
             (Some(history), _) => Store::Replay(history.clone()),
+            (None, _) if let Some(config) = env.config.jetstream.clone() => {
+                let runtime =
+                    tokio::runtime::Handle::try_current().map_err(|_| HostError::NoRuntime)?;
+                tracing::info!(store = "jetstream", url = %config.url, "store opened (it connects on first use)");
+                Store::Durable(Arc::new(jetstream::JetStream::new(config, runtime)))
+            }
             (None, Some(db)) => {
                 let store: Arc<dyn Backend> = Arc::new(Local::open(db, env.config.group_commit)?);
                 let backlog = store.backlog().map_err(storage_failed)?;
@@ -283,6 +290,11 @@ impl Capability for Persistence {
     fn started(&self, kernel: &Arc<Kernel>) {
         self.reminders
             .drive(kernel, self.parking.clone(), self.entities.clone());
+        if let Some(store) = self.durable() {
+            kernel
+                .runtime
+                .spawn(resend(Arc::downgrade(kernel), store.clone()));
+        }
     }
 
     async fn shutdown(&self) {
@@ -389,6 +401,13 @@ impl Capability for Persistence {
         journal.arm.clear();
     }
 
+    fn fresh(&self, state: &mut Persistent, receipt: Receipt) -> bool {
+        match (state.journal.as_ref(), self.durable()) {
+            (Some(journal), Some(store)) => store.admit(&journal.pid, receipt),
+            _ => true,
+        }
+    }
+
     fn backlog(&self, kernel: &Arc<Kernel>, path: &str, into: &mut Vec<Envelope>) {
         let now = unix_ms();
         for item in self.parking.take(path) {
@@ -437,6 +456,14 @@ impl Capability for Persistence {
             store.settle(receipt);
         }
     }
+
+    fn export_receipt(&self, receipt: Receipt) -> Option<Vec<u8>> {
+        self.durable()?.export(receipt)
+    }
+
+    fn import_receipt(&self, token: &[u8]) -> Option<Receipt> {
+        self.durable()?.import(token)
+    }
 }
 
 /// The reminders of a committed step, to arm.
@@ -461,6 +488,34 @@ impl Deferred for ArmReminders {
                 arm.delay,
                 arm.period,
             );
+        }
+    }
+}
+
+/// How long a numbered send waits for its acknowledgement before it is sent again.
+const RESEND_AFTER: Duration = Duration::from_secs(2);
+
+/// Sends again, while the kernel lives, what this host's writers sent and no receiver has
+/// acknowledged (a message lost with a node, or refused by a full mailbox): receivers drop
+/// what they already consumed, so this only ever fills gaps.
+async fn resend(kernel: std::sync::Weak<Kernel>, store: Arc<dyn Backend>) {
+    let mut tick = tokio::time::interval(RESEND_AFTER / 2);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(kernel) = kernel.upgrade() else {
+            return;
+        };
+        if kernel.is_shutting_down() {
+            return;
+        }
+        for again in store.overdue(RESEND_AFTER) {
+            let target = again.row.target.clone();
+            let mut envelope = Envelope::new(Some(again.sender), again.row.kind, again.row.body);
+            envelope.receipt = Some(again.receipt);
+            // Not delivered: it stays pending, and goes again next time (an entity is
+            // activated by the delivery itself).
+            let _ = kernel.deliver(&target, None, envelope);
         }
     }
 }
@@ -572,6 +627,7 @@ impl wit::Host for Call<'_, Persistence> {
         }
         let recovered = durable.recover(&pid, &self.actor.me).map_err(storage)?;
         let (snapshot, seq) = (recovered.snapshot, recovered.seq);
+        self.resume(&pid, recovered.unsent, recovered.reminders);
         let from = snapshot.as_ref().map_or(0, |s| s.seq);
         if seq - from >= REPORTED_REPLAY {
             let task = Task::Recovery {
@@ -726,6 +782,43 @@ impl wit::Host for Call<'_, Persistence> {
 }
 
 impl Call<'_, Persistence> {
+    /// Sends again what a store that keeps each id's outbox with it found unacknowledged, and
+    /// arms its reminders (the local store parks both at open instead).
+    fn resume(
+        &mut self,
+        pid: &str,
+        unsent: Vec<(u64, OutboxRow)>,
+        reminders: Vec<(u64, ReminderRow)>,
+    ) {
+        let kernel = self.actor.kernel.clone();
+        for (handle, row) in unsent {
+            let mut envelope = Envelope::new(Some(self.actor.me.clone()), row.kind, row.body);
+            envelope.receipt = Some(Receipt::Outbox(handle));
+            if let Some(undelivered) = kernel.deliver(&row.target, None, envelope) {
+                self.cap
+                    .parking
+                    .park(&row.target, vec![Parked::Message(undelivered.envelope)]);
+                self.cap.entities.activate_parked(&kernel, &row.target);
+            }
+        }
+        let now = unix_ms();
+        let wheel = self.cap.reminders.handle();
+        for (id, row) in reminders {
+            let envelope = Envelope::new(Some(self.actor.me.clone()), row.kind, row.body);
+            let delay = Duration::from_millis(row.due_ms.saturating_sub(now));
+            let period = row.period_ms.map(Duration::from_millis);
+            reminders::arm_on(
+                &wheel,
+                id,
+                pid.to_owned(),
+                &row.target,
+                envelope,
+                delay,
+                period,
+            );
+        }
+    }
+
     /// `recover` in a replay: the history's snapshot and target event, for its own id only.
     fn recover_replayed(
         &mut self,

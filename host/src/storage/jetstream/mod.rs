@@ -36,6 +36,7 @@
 //! - The `Log` owns its renewal task. The task stops when the last clone is dropped, or on
 //!   [`Log::stop`].
 
+mod acks;
 pub(crate) mod records;
 mod writers;
 
@@ -63,29 +64,29 @@ const SHARDS_KEY: &str = "mote.shards";
 
 /// Where and how to reach JetStream for storage.
 #[derive(Clone, Debug)]
-pub(crate) struct StoreConfig {
+pub struct StoreConfig {
     /// The NATS server(s), such as `nats://127.0.0.1:4222`.
-    pub(crate) url: String,
+    pub url: String,
     /// The namespace: every stream, subject and bucket is under it (default `mote`).
-    pub(crate) name: String,
+    pub name: String,
     /// A NATS token, if the server wants one.
-    pub(crate) token: Option<String>,
+    pub token: Option<String>,
     /// A NATS credentials file (JWT and nkey seed), if the server wants one.
-    pub(crate) credentials: Option<PathBuf>,
+    pub credentials: Option<PathBuf>,
     /// Streams the ids are spread over (default 4). Fixed for the life of a namespace.
-    pub(crate) shards: u32,
+    pub shards: u32,
     /// This host's name, unique among the live nodes of the namespace (`A-Z a-z 0-9 _ -`).
-    pub(crate) node: String,
+    pub node: String,
     /// How long a node's liveness outlasts its last renewal (default 10 s). It is renewed every
     /// third of that. Every node of a namespace must use the same value.
-    pub(crate) lease: Duration,
+    pub lease: Duration,
     /// Copies JetStream keeps of each stream and bucket (default 1; 3 on a NATS cluster).
-    pub(crate) replicas: usize,
+    pub replicas: usize,
 }
 
 impl StoreConfig {
     /// Node `node`'s storage in namespace `mote` at `url`, with 4 shards and a 10 s lease.
-    pub(crate) fn new(url: impl Into<String>, node: impl Into<String>) -> Self {
+    pub fn new(url: impl Into<String>, node: impl Into<String>) -> Self {
         StoreConfig {
             url: url.into(),
             name: "mote".to_owned(),
@@ -240,6 +241,7 @@ struct Counters {
     conflicts: AtomicU64,
     duplicates: AtomicU64,
     read: AtomicU64,
+    prefixes: AtomicU64,
 }
 
 /// Streams, subjects and buckets of one namespace.
@@ -374,6 +376,7 @@ impl Log {
     }
 
     /// This node's name.
+    #[cfg(test)]
     pub(crate) fn node(&self) -> &str {
         &self.inner.node
     }

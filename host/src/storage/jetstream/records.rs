@@ -96,6 +96,16 @@ impl Log {
     /// too big to hold at once. Records appended while it reads may be included.
     pub(crate) async fn records(&self, pid: &str, after: u64) -> Result<Records, JetStreamError> {
         let (subject, stream) = self.subject(pid)?;
+        self.read_subject(subject, stream, after).await
+    }
+
+    /// The messages of `subject` (in `stream`) after `after`, one at a time.
+    pub(super) async fn read_subject(
+        &self,
+        subject: String,
+        stream: &stream::Stream,
+        after: u64,
+    ) -> Result<Records, JetStreamError> {
         let name = format!(
             "{}-{}-read-{}",
             self.inner.node,
@@ -117,7 +127,7 @@ impl Log {
             .map_err(|e| JetStreamError::failed("creating a read consumer", e))?;
         let mut records = Records {
             log: self.clone(),
-            pid: pid.to_owned(),
+            subject,
             stream: stream.clone(),
             consumer: name,
             messages: None,
@@ -137,15 +147,23 @@ impl Log {
     }
 
     /// The stream sequence of pid's last record (0 if it has none).
+    #[cfg(test)]
     pub(crate) async fn last(&self, pid: &str) -> Result<u64, JetStreamError> {
         let (subject, stream) = self.subject(pid)?;
-        match stream.direct_get_last_for_subject(subject).await {
-            Ok(message) => Ok(message.sequence),
-            Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(0),
-            Err(e) => Err(JetStreamError::failed("reading the last record", e)),
-        }
+        last_on(stream, subject).await
     }
+}
 
+/// The stream sequence of the last message on `subject` (0 if it has none).
+async fn last_on(stream: &stream::Stream, subject: String) -> Result<u64, JetStreamError> {
+    match stream.direct_get_last_for_subject(subject).await {
+        Ok(message) => Ok(message.sequence),
+        Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(0),
+        Err(e) => Err(JetStreamError::failed("reading the last record", e)),
+    }
+}
+
+impl Log {
     /// Removes pid's records with sequence < `below` (0: all of them).
     pub(crate) async fn purge(&self, pid: &str, below: u64) -> Result<(), JetStreamError> {
         let (subject, stream) = self.subject(pid)?;
@@ -264,8 +282,8 @@ fn decode_checkpoint(key: &str, value: &[u8]) -> Result<(u64, Vec<u8>), JetStrea
 pub(crate) struct Records {
     /// To ask for the id's last record when the reading stalls.
     log: Log,
-    /// The id.
-    pid: String,
+    /// The subject read.
+    subject: String,
     /// Its shard's stream.
     stream: stream::Stream,
     /// The read consumer's name, to delete it when done.
@@ -284,7 +302,7 @@ impl Records {
             let next = match tokio::time::timeout(READ_STALL, messages.next()).await {
                 Ok(next) => next,
                 // Nothing came: the rest may have been purged since the read began.
-                Err(_) => match self.log.last(&self.pid).await {
+                Err(_) => match last_on(&self.stream, self.subject.clone()).await {
                     Ok(last) if last <= self.position => None,
                     Ok(_) => continue,
                     Err(e) => return self.fail(e).await,

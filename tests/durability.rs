@@ -1,0 +1,122 @@
+//! Persistent state in JetStream (`[storage] backend = "jetstream"`) on a real nats-server:
+//! a durable actor's state follows it to another host, one persistence id has one live writer,
+//! and a durable chain across two nodes counts every message exactly once. The kill -9 and
+//! SIGSTOP tests of node processes are in `cli/tests/durability.rs`.
+
+use std::time::Duration;
+
+use mote_example_protocol::{Journal, JournalState, Ledger, LedgerState};
+use mote_host::{ActorSystem, ClusterConfig, HostConfig, StoreConfig};
+use mote_tests::nats::NatsServer;
+use mote_tests::{TempDir, ask_as, system_configured, tell, wait_until_async};
+
+/// A host whose persistent actors keep their state in JetStream, as node `node`.
+fn host(nats: &NatsServer, dir: &TempDir, node: &str, modules: &[&str]) -> ActorSystem {
+    let mut config = HostConfig::new();
+    config.storage(dir.join(&format!("{node}.redb")));
+    let mut store = StoreConfig::new(nats.url.clone(), node);
+    store.lease = Duration::from_secs(2);
+    config.jetstream_storage(store);
+    system_configured(config, modules)
+}
+
+/// Fast beats, so that a node that goes is noticed within a second.
+fn cluster(nats: &NatsServer, node: &str) -> ClusterConfig {
+    let mut config = ClusterConfig::new(nats.url.clone(), node);
+    config.heartbeat = Duration::from_millis(200);
+    config.failure_timeout = Duration::from_millis(800);
+    config
+}
+
+async fn journal_state(system: &ActorSystem, path: &str) -> JournalState {
+    ask_as::<Journal, JournalState>(system, path, &Journal::Query).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_actors_state_follows_it_to_another_host() {
+    let nats = NatsServer::start(&[]);
+    let dir = TempDir::new("follows");
+    let values: Vec<u64> = (0..40).map(|i| (i * 7919) % 101).collect();
+    {
+        let a = host(&nats, &dir, "a", &["journal"]);
+        // A snapshot every 16 events: recovery = the snapshot at 32 + a replay of 33..=40.
+        a.spawn("j", "journal", b"16").unwrap();
+        for v in &values {
+            tell(&a, "/user/j", &Journal::Append(*v));
+        }
+        assert_eq!(journal_state(&a, "/user/j").await.values, values);
+        a.shutdown().await.unwrap();
+    }
+    // Another host, with a database file of its own: the state is in JetStream.
+    let b = host(&nats, &dir, "b", &["journal"]);
+    b.spawn("j", "journal", b"16").unwrap();
+    let state = journal_state(&b, "/user/j").await;
+    assert_eq!(state.values, values, "the same values, in order");
+    assert!(state.recovered_from_snapshot);
+    assert_eq!(state.replayed, 8, "only the events after the snapshot");
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistence_id_held_by_a_live_writer_is_refused_elsewhere() {
+    let nats = NatsServer::start(&[]);
+    let dir = TempDir::new("held");
+    let a = host(&nats, &dir, "a", &["journal"]);
+    let b = host(&nats, &dir, "b", &["journal"]);
+    a.spawn("j", "journal", b"0").unwrap();
+    tell(&a, "/user/j", &Journal::Append(7));
+    assert_eq!(journal_state(&a, "/user/j").await.values, [7]);
+
+    let mut decisions = b.subscribe_supervision();
+    b.spawn("j", "journal", b"0").unwrap();
+    let decision = mote_tests::next_decision(&mut decisions).await;
+    assert!(
+        decision
+            .error
+            .contains("held by a live writer on node \"a\""),
+        "{}",
+        decision.error
+    );
+    // The first writer goes on.
+    tell(&a, "/user/j", &Journal::Append(8));
+    assert_eq!(journal_state(&a, "/user/j").await.values, [7, 8]);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_chain_across_nodes_counts_every_message_exactly_once() {
+    const N: u64 = 300;
+    let nats = NatsServer::start(&[]);
+    let dir = TempDir::new("chain");
+    let a = host(&nats, &dir, "a", &["ledger"]);
+    let b = host(&nats, &dir, "b", &["ledger"]);
+    a.join_cluster(cluster(&nats, "a")).await.expect("a joins");
+    b.join_cluster(cluster(&nats, "b")).await.expect("b joins");
+    for (system, path) in [
+        (&a, "/user/sink"),
+        (&b, "/user/relay"),
+        (&a, "/user/source"),
+    ] {
+        system.claim(path).await.expect("claim");
+    }
+    a.spawn("sink", "ledger", b"tally").unwrap();
+    b.spawn("relay", "ledger", b"relay /user/sink").unwrap();
+    a.spawn(
+        "source",
+        "ledger",
+        format!("source {N} /user/relay").as_bytes(),
+    )
+    .unwrap();
+    let sink = wait_until_async(Duration::from_secs(60), || async {
+        let state: LedgerState = ask_as(&a, "/user/sink", &Ledger::Query).await;
+        (state.count == N).then_some(state)
+    })
+    .await;
+    assert_eq!(sink.dups, 0, "no count reached the sink's guest twice");
+    assert_eq!(sink.sum, N * (N + 1) / 2, "every count exactly once");
+    let relay: LedgerState = ask_as(&a, "/user/relay", &Ledger::Query).await;
+    assert_eq!(relay.count, N, "every increment crossed to b once");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
