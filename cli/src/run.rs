@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use mote_host::{ActorSystem, ClusterConfig, ClusterError, EntityOptions, HostConfig, Manifest};
+use mote_host::{
+    ActorSystem, ClusterConfig, ClusterError, EntityOptions, HostConfig, Manifest, StorageBackend,
+    StoreConfig,
+};
 
 /// How `--cluster` joins: what the command line gave, over the manifest's `[cluster]`.
 pub(crate) struct Join {
@@ -45,6 +48,36 @@ impl Join {
     }
 }
 
+/// The JetStream store `[storage] backend = "jetstream"` names, if it does: its URL is the
+/// manifest's or the cluster's, and it lives in the cluster's namespace, as the cluster's node,
+/// with the cluster's credentials; a silent node's leases last the cluster's failure timeout.
+fn jetstream_store(
+    manifest: &Manifest,
+    cluster: Option<&ClusterConfig>,
+) -> anyhow::Result<Option<StoreConfig>> {
+    let StorageBackend::JetStream { url, shards, lease } = &manifest.backend else {
+        return Ok(None);
+    };
+    let url = url.clone().or(cluster.map(|c| c.url.clone())).context(
+        "[storage] backend = \"jetstream\" needs a NATS URL: `url` in [storage], or --cluster",
+    )?;
+    let node = cluster.map_or("local", |c| c.node.as_str());
+    let mut store = StoreConfig::new(url, node);
+    if let Some(cluster) = cluster {
+        store.name = cluster.name.clone();
+        store.token = cluster.token.clone();
+        store.credentials = cluster.credentials.clone();
+        store.lease = cluster.failure_timeout;
+    }
+    if let Some(shards) = shards {
+        store.shards = *shards;
+    }
+    if let Some(lease) = lease {
+        store.lease = *lease;
+    }
+    Ok(Some(store))
+}
+
 /// Where the dashboard listens, and its token.
 pub(crate) struct Http {
     pub(crate) addr: SocketAddr,
@@ -81,7 +114,17 @@ pub(crate) async fn run(
     for module in &manifest.legacy_owners {
         config.legacy_owner(module);
     }
+    let store = jetstream_store(&manifest, cluster.as_ref())?;
+    if let Some(store) = store.clone() {
+        config.jetstream_storage(store);
+    }
     let system = Arc::new(ActorSystem::new(config)?);
+    if let Some(store) = &store {
+        system
+            .storage_ready()
+            .await
+            .with_context(|| format!("cannot open the JetStream store at {}", store.url))?;
+    }
     let _bars = super::progress::show(&system);
     for module in &manifest.modules {
         system.deploy_path(&module.name, &module.version, &module.path, &module.grants)?;

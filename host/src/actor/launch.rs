@@ -110,6 +110,10 @@ impl Extensions for Launcher {
         self.caps.acknowledge(receipt)
     }
 
+    fn undeliverable(&self, receipt: Receipt) {
+        self.caps.undeliverable(receipt);
+    }
+
     fn export_receipt(&self, receipt: Receipt) -> Option<Vec<u8>> {
         self.caps.export_receipt(receipt)
     }

@@ -186,6 +186,11 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
     /// A durable message was consumed without a journaled step, or dropped.
     fn settle(&self, _receipt: Receipt) {}
 
+    /// A durable message became a dead letter for good: by default it is settled (dropped).
+    fn undeliverable(&self, receipt: Receipt) {
+        self.settle(receipt);
+    }
+
     /// A durable message leaves for another node: its receipt as a token that node takes over
     /// (`None` from the others, or from a store that cannot hand receipts on).
     fn export_receipt(&self, _receipt: Receipt) -> Option<Vec<u8>> {
@@ -543,6 +548,12 @@ macro_rules! capabilities {
             pub(crate) fn settle(&self, receipt: $crate::message::Receipt) {
                 use $crate::caps::capability::Capability as _;
                 $(self.$field.settle(receipt);)*
+            }
+
+            /// A durable message became a dead letter for good.
+            pub(crate) fn undeliverable(&self, receipt: $crate::message::Receipt) {
+                use $crate::caps::capability::Capability as _;
+                $(self.$field.undeliverable(receipt);)*
             }
 
             /// A durable message's receipt as a token another node takes over, if a capability

@@ -180,9 +180,10 @@ impl Kernel {
         })
     }
 
-    /// Records a dead letter: settles its receipt (a durable message that cannot be delivered
-    /// will not come back; during a shutdown it stays for the next start), tells the extensions
-    /// and posts it to the office.
+    /// Records a dead letter, tells the extensions and posts it to the office. A durable
+    /// message's receipt is handed to the store as undeliverable (the local store drops it,
+    /// a store that sends again keeps it pending), except when the reason passes (its node is
+    /// down or out of reach) or the host shuts down: then it stays pending as it is.
     pub(crate) fn dead_letter(
         self: &Arc<Self>,
         mut envelope: Envelope,
@@ -190,8 +191,16 @@ impl Kernel {
         reason: DeadLetterReason,
     ) {
         let receipt = envelope.receipt.take();
-        if !self.is_shutting_down() {
-            self.settle(receipt);
+        let passing = matches!(
+            reason,
+            DeadLetterReason::NodeDown | DeadLetterReason::Unreachable
+        );
+        if let Some(receipt) = receipt
+            && !passing
+            && !self.is_shutting_down()
+            && let Some(ext) = self.extensions.get()
+        {
+            ext.undeliverable(receipt);
         }
         if let Some(ext) = self.extensions.get() {
             ext.dead_letter(self, &envelope, &target);

@@ -75,6 +75,10 @@ pub(crate) trait Extensions: Send + Sync + 'static {
     /// A durable message was consumed or dropped without a durable step: settle its receipt.
     fn settle(&self, receipt: Receipt);
 
+    /// A durable message became a dead letter for good (no actor, a full mailbox): the store
+    /// drops it, or keeps it to send again.
+    fn undeliverable(&self, receipt: Receipt);
+
     /// The durable write that acknowledges `receipt` now (`None` without a database).
     fn acknowledge(&self, receipt: Receipt) -> Option<crate::actor::step::Commit>;
 

@@ -660,6 +660,13 @@ impl ActorSystem {
         self.caps.persistence.stats()
     }
 
+    /// Waits until the persistence store can be used: a JetStream store connects (a node
+    /// restarted after a crash waits out its previous run's liveness). Call it before spawning
+    /// persistent actors, so their recoveries do not wait. The local store is always ready.
+    pub async fn storage_ready(&self) -> Result<(), HostError> {
+        self.caps.persistence.ready().await
+    }
+
     /// The database file, if the host has one.
     pub fn store_path(&self) -> Option<&Path> {
         self.database.as_ref().map(|db| db.path())

@@ -515,6 +515,8 @@ fn writer_of(history: &History, options: &ReplayOptions) -> Result<Writer, Repla
 struct Sealed;
 
 impl Extensions for Sealed {
+    fn undeliverable(&self, _receipt: Receipt) {}
+
     fn export_receipt(&self, _receipt: Receipt) -> Option<Vec<u8>> {
         None
     }

@@ -92,6 +92,11 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// A short name for logs and metrics (`redb`, `jetstream`).
     fn name(&self) -> &'static str;
 
+    /// Resolves once the store can be used (connected), or with why it cannot.
+    fn ready(&self) -> Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send + '_>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// What waited unacknowledged when the store opened, for the capability to park by
     /// target path; taken once.
     fn backlog(&self) -> Result<Backlog, StorageError>;
@@ -133,6 +138,12 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Acknowledges a durable message that no persistent step consumed; needs no fsync of its
     /// own (at least once across a crash).
     fn settle(&self, receipt: Receipt);
+
+    /// A durable message became a dead letter for good: dropped (settled) by default; a store
+    /// that sends pending messages again keeps it.
+    fn undeliverable(&self, receipt: Receipt) {
+        self.settle(receipt);
+    }
 
     /// A durable message leaves for another node: its receipt as a token that node's store
     /// takes over (`None`: the store cannot; the message is settled at hand-off).

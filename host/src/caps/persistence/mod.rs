@@ -185,6 +185,17 @@ impl Persistence {
         Ok(woken)
     }
 
+    /// Waits until the store can be used.
+    pub(crate) async fn ready(&self) -> Result<(), HostError> {
+        match self.durable() {
+            Some(store) => store
+                .ready()
+                .await
+                .map_err(|e| HostError::Storage(Box::new(e))),
+            None => Ok(()),
+        }
+    }
+
     /// The store's commit counters, if the host has a store.
     pub(crate) fn stats(&self) -> Option<CommitStats> {
         self.durable().map(|d| d.stats())
@@ -454,6 +465,12 @@ impl Capability for Persistence {
     fn settle(&self, receipt: Receipt) {
         if let Some(store) = self.durable() {
             store.settle(receipt);
+        }
+    }
+
+    fn undeliverable(&self, receipt: Receipt) {
+        if let Some(store) = self.durable() {
+            store.undeliverable(receipt);
         }
     }
 

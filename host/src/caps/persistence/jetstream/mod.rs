@@ -61,10 +61,12 @@ use crate::actor::step::Commit;
 use crate::address::Address;
 use crate::message::Receipt;
 use crate::storage::CommitStats;
-use crate::storage::jetstream::{AppendError, Log, StoreConfig, TakeError};
+use crate::storage::jetstream::{AppendError, JetStreamError, Log, StoreConfig, TakeError};
 
 /// The longest a call blocks its worker on JetStream.
-pub(crate) const BLOCK_FOR: Duration = Duration::from_secs(30);
+pub(crate) const BLOCK_FOR: Duration = Duration::from_secs(60);
+/// How often a lease or a node name held by a run that just died is tried again.
+const RETRY_EVERY: Duration = Duration::from_millis(200);
 /// How often acknowledgements of this node's writers' sends are written.
 const SETTLE_EVERY: Duration = Duration::from_millis(200);
 
@@ -145,6 +147,20 @@ struct Writer {
     inner: Mutex<Inner>,
 }
 
+/// A pending send of a writer on this node.
+struct Sent {
+    /// Its receipt's handle, kept while it is pending.
+    handle: u64,
+    /// When it was last sent.
+    at: Instant,
+    /// How many times it was sent again: each doubles the wait before the next, to at most
+    /// [`MAX_RESEND_BACKOFF`] times the first.
+    again: u32,
+}
+
+/// How many times the wait before a resend doubles at most.
+const MAX_RESEND_BACKOFF: u32 = 5;
+
 /// A writer's state.
 struct Inner {
     /// The incarnation that recovered it.
@@ -159,8 +175,8 @@ struct Inner {
     settled: Vec<u64>,
     /// Its reminders' firings acknowledged since its last record.
     fired: Vec<u64>,
-    /// Its pending sends' receipts on this node and when they were last sent, by number.
-    sends: BTreeMap<u64, (u64, Instant)>,
+    /// Its pending sends on this node, by number.
+    sends: BTreeMap<u64, Sent>,
 }
 
 /// The message id of the record a writer appends on `tail`: a retry of it is written once.
@@ -229,9 +245,7 @@ impl Shared {
     async fn log(&self) -> Result<Arc<Log>, StorageError> {
         self.log
             .get_or_try_init(|| async {
-                let log = Log::open(self.config.clone())
-                    .await
-                    .map_err(|e| remote("connect")(Box::new(e)))?;
+                let log = self.open().await?;
                 // Reminder ids are store-wide: each opening of the store takes a prefix.
                 let prefix = log
                     .next_prefix()
@@ -251,6 +265,52 @@ impl Shared {
             .cloned()
     }
 
+    /// Opens the log. A node restarted after a crash finds its previous run's liveness key:
+    /// it waits for the key to expire (at most a lease), as other nodes do before they take
+    /// that run's ids.
+    async fn open(&self) -> Result<Log, StorageError> {
+        let deadline = Instant::now() + self.config.lease * 2 + Duration::from_secs(1);
+        let mut said = false;
+        loop {
+            match Log::open(self.config.clone()).await {
+                Ok(log) => return Ok(log),
+                Err(JetStreamError::NameTaken(node)) if Instant::now() < deadline => {
+                    if !std::mem::replace(&mut said, true) {
+                        tracing::info!(%node, "waiting for this node's previous liveness to expire");
+                    }
+                    tokio::time::sleep(RETRY_EVERY).await;
+                }
+                Err(e) => return Err(remote("connect")(Box::new(e))),
+            }
+        }
+    }
+
+    /// Takes `pid`'s lease. A holder on a node that just died keeps it until that node's
+    /// liveness expires: it is tried again until a lease has passed.
+    async fn take(&self, log: &Log, pid: &str) -> Result<u64, StorageError> {
+        let deadline = Instant::now() + self.config.lease + Duration::from_secs(1);
+        loop {
+            match log.take(pid).await {
+                Ok(fence) => return Ok(fence),
+                Err(TakeError::Held { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(RETRY_EVERY).await;
+                }
+                Err(TakeError::Held { node }) => {
+                    return Err(StorageError::Held {
+                        pid: pid.to_owned(),
+                        node,
+                    });
+                }
+                Err(TakeError::Lost) => {
+                    return Err(StorageError::Fenced {
+                        pid: pid.to_owned(),
+                    });
+                }
+                Err(other) => return Err(remote("take the lease")(Box::new(other))),
+            }
+        }
+    }
+
     fn writer(&self, pid: &str) -> Option<Arc<Writer>> {
         self.writers
             .lock()
@@ -266,14 +326,7 @@ impl Shared {
         holder: Address,
     ) -> Result<Recovered, StorageError> {
         let log = self.log().await?;
-        let fence = log.take(&pid).await.map_err(|e| match e {
-            TakeError::Held { node } => StorageError::Held {
-                pid: pid.clone(),
-                node,
-            },
-            TakeError::Lost => StorageError::Fenced { pid: pid.clone() },
-            other => remote("take the lease")(Box::new(other)),
-        })?;
+        let fence = self.take(&log, &pid).await?;
         let mut attempts = 0;
         let (state, tail) = loop {
             attempts += 1;
@@ -390,10 +443,15 @@ impl Shared {
     /// pending), registered with the floor of its target as of now.
     fn receipt(&self, pid: &str, w: &mut Inner, n: u64, now: Instant) -> u64 {
         let handle = match w.sends.get(&n) {
-            Some((handle, _)) => *handle,
+            Some(sent) => sent.handle,
             None => {
                 let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-                w.sends.insert(n, (handle, now));
+                let sent = Sent {
+                    handle,
+                    at: now,
+                    again: 0,
+                };
+                w.sends.insert(n, sent);
                 handle
             }
         };
@@ -417,7 +475,8 @@ impl Shared {
         handle
     }
 
-    /// The pending sends of this node's writers last sent longer than `after` ago.
+    /// The pending sends of this node's writers last sent longer than `after` ago (doubled for
+    /// each time a send was already sent again, up to [`MAX_RESEND_BACKOFF`] doublings).
     fn overdue(&self, after: Duration) -> Vec<Resend> {
         let writers: Vec<(String, Arc<Writer>)> = self
             .writers
@@ -441,14 +500,18 @@ impl Shared {
                 .copied()
                 .filter(|n| !w.settled.contains(n))
                 .filter(|n| {
-                    w.sends
-                        .get(n)
-                        .is_none_or(|(_, at)| now.duration_since(*at) >= after)
+                    w.sends.get(n).is_none_or(|sent| {
+                        let wait = after * 2u32.pow(sent.again.min(MAX_RESEND_BACKOFF));
+                        now.duration_since(sent.at) >= wait
+                    })
                 })
                 .collect();
             for n in due {
                 let handle = self.receipt(&pid, &mut w, n, now);
-                w.sends.insert(n, (handle, now));
+                if let Some(sent) = w.sends.get_mut(&n) {
+                    sent.at = now;
+                    sent.again += 1;
+                }
                 if let Some(row) = w.state.outbox.pending.get(&n) {
                     out.push(Resend {
                         sender: w.holder.clone(),
@@ -482,6 +545,7 @@ impl Shared {
         let (record, sent, others_fired, tail, msg_id) = {
             let mut w = writer.lock();
             if w.fenced {
+                tracing::warn!(%pid, "commit refused: this node's writer of the id was fenced");
                 return Err(StorageError::Fenced { pid });
             }
             self.prepare(&mut w, write)
@@ -496,7 +560,12 @@ impl Shared {
                     w.state.apply(&record);
                     let now = Instant::now();
                     for (handle, n) in &sent {
-                        w.sends.insert(*n, (*handle, now));
+                        let fresh = Sent {
+                            handle: *handle,
+                            at: now,
+                            again: 0,
+                        };
+                        w.sends.insert(*n, fresh);
                         self.receipt(&pid, &mut w, *n, now);
                     }
                     for n in &record.settled {
@@ -748,6 +817,12 @@ impl Backend for JetStream {
         "jetstream"
     }
 
+    fn ready(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send + '_>> {
+        Box::pin(async { self.shared.log().await.map(|_| ()) })
+    }
+
     fn backlog(&self) -> Result<Backlog, StorageError> {
         // Each id's outbox and reminders follow its writer: they come back with `recover`.
         Ok(Backlog::default())
@@ -829,6 +904,10 @@ impl Backend for JetStream {
         self.shared
             .writer(pid)
             .is_none_or(|writer| writer.lock().state.seen.admit(&msg))
+    }
+
+    fn undeliverable(&self, _receipt: Receipt) {
+        // Still pending at its sender, which sends it again until a receiver consumes it.
     }
 
     fn export(&self, receipt: Receipt) -> Option<Vec<u8>> {
