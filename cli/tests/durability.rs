@@ -234,8 +234,21 @@ async fn a_paused_nodes_late_commit_is_refused_after_its_entity_moved() {
     let (zombie, _) = find(&nats, entity).await;
     let paused = &nodes[if zombie == "a" { 0 } else { 1 }];
 
-    // Pause the entity's node, and send its activation there one more Add: it waits in the
-    // server for the paused process.
+    let log = dir.join(format!("{zombie}.log"));
+    let logged = |line: &'static str| {
+        let log = log.clone();
+        async move {
+            wait_until_async(Duration::from_secs(30), || async {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                text.lines().find(|l| l.contains(line)).map(str::to_owned)
+            })
+            .await
+        }
+    };
+
+    // Pause the entity's node in the middle of a step: a slow Add, busy for 3 s.
+    tell(&t, entity, &Entity::SlowAdd { k: 100, ms: 3000 });
+    logged("slow add of 100 begins").await;
     let pid = paused.child.id().to_string();
     assert!(
         Command::new("kill")
@@ -245,8 +258,6 @@ async fn a_paused_nodes_late_commit_is_refused_after_its_entity_moved() {
             .success()
     );
     let paused_at = Instant::now();
-    let qualified = format!("/system/nodes/{zombie}{entity}");
-    tell(&t, &qualified, &Entity::Add(100));
 
     // Taken for down, its entity moves: it answers elsewhere with the state it had.
     assert_eq!(next_kind(&mut events, NODE_DOWN_KIND).await, zombie);
@@ -270,7 +281,7 @@ async fn a_paused_nodes_late_commit_is_refused_after_its_entity_moved() {
     let (now_on, _) = find(&nats, entity).await;
     assert_ne!(now_on, zombie);
 
-    // Resumed, the zombie handles the Add it was sent and tries to commit it: refused.
+    // Resumed, the zombie ends its step and tries to commit it: refused.
     assert!(
         Command::new("kill")
             .args(["-CONT", &pid])
@@ -278,15 +289,7 @@ async fn a_paused_nodes_late_commit_is_refused_after_its_entity_moved() {
             .unwrap()
             .success()
     );
-    let log = dir.join(format!("{zombie}.log"));
-    let refused = wait_until_async(Duration::from_secs(30), || async {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        text.lines()
-            .find(|l| l.contains("commit refused"))
-            .map(str::to_owned)
-    })
-    .await;
-    println!("the zombie: {refused}");
+    println!("the zombie: {}", logged("commit refused").await);
     assert_eq!(next_kind(&mut events, NODE_UP_KIND).await, zombie);
 
     // Its 100 never landed; the new writer goes on.

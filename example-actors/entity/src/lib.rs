@@ -6,7 +6,9 @@
 //! - `Add(k)` adds `k` to the total and saves a snapshot;
 //! - `Get` replies `EntityValue { id, total, activations }`;
 //! - `Retire` deletes its durable state and stops it (the next activation starts afresh);
-//! - `Stop` stops it, keeping its state.
+//! - `Stop` stops it, keeping its state;
+//! - `SlowAdd { k, ms }` logs that it begins, is busy for `ms` milliseconds, then adds `k` as
+//!   `Add` does.
 //!
 //! When the host shuts down, `stopping` saves a snapshot once more (Dust's `isInShutdown`
 //! pattern; redundant here, as every change is saved at once).
@@ -66,6 +68,15 @@ impl Actor for Active {
                 ctx.stop_self();
             }
             Entity::Stop => ctx.stop_self(),
+            Entity::SlowAdd { k, ms } => {
+                ctx.info(&format!("slow add of {k} begins"));
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                self.durable.total = self.durable.total.wrapping_add(k);
+                ctx.save_snapshot(&self.durable)?;
+            }
         }
         Ok(())
     }

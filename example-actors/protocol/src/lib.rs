@@ -302,6 +302,14 @@ pub enum Entity {
     Retire,
     /// Stops it, keeping its state for the next activation.
     Stop,
+    /// Adds to the total after a busy wait of `ms` milliseconds (it logs when it begins): a
+    /// step long enough for a test to pause its node in the middle of it.
+    SlowAdd {
+        /// What to add.
+        k: u64,
+        /// How long to be busy first.
+        ms: u64,
+    },
 }
 
 /// An entity's state, in answer to `Entity::Get`.

@@ -1030,3 +1030,6 @@ impl Backend for JetStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

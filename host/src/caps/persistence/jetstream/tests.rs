@@ -1,0 +1,208 @@
+//! The JetStream store's promises, on a real nats-server: a step is recovered whole on another
+//! node, a zombie writer's commit is refused by the log itself, a consumed message is never
+//! admitted again, and a pending send goes again until it is acknowledged.
+
+use std::time::Duration;
+
+use mote_nats_server::NatsServer;
+
+use super::*;
+use crate::address::ActorPath;
+use crate::caps::persistence::journal::OutboxRow;
+
+/// A store of node `node`, with a lease long enough that no renewal lands within a test.
+fn store(server: &NatsServer, node: &str, lease: Duration) -> Arc<Shared> {
+    let mut config = StoreConfig::new(&server.url, node);
+    config.lease = lease;
+    JetStream::new(config, tokio::runtime::Handle::current()).shared
+}
+
+fn holder(path: &str) -> Address {
+    Address {
+        path: ActorPath::parse(path).expect("a path"),
+        incarnation: 1,
+    }
+}
+
+fn event(seq: u64) -> Op {
+    Op::Event {
+        seq,
+        data: vec![seq as u8],
+    }
+}
+
+fn step(pid: &str, seq: u64) -> StepWrite {
+    StepWrite {
+        pid: pid.to_owned(),
+        ops: vec![event(seq)],
+        last_seq: Some(seq),
+        ..StepWrite::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_is_recovered_whole_on_another_node() {
+    let server = NatsServer::start(&[]);
+    let a = store(&server, "a", Duration::from_secs(30));
+    a.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    let mut write = step("m:p", 1);
+    write.outbox = vec![(
+        a.next_handle.fetch_add(1, Ordering::Relaxed),
+        OutboxRow {
+            target: "/user/q".into(),
+            sender: Some("/user/p".into()),
+            kind: "k".into(),
+            body: vec![7],
+        },
+    )];
+    a.clone().commit(write).await.unwrap();
+    a.release("m:p".into(), holder("/user/p")).await;
+
+    let b = store(&server, "b", Duration::from_secs(30));
+    let recovered = b.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    assert_eq!(recovered.seq, 1);
+    assert_eq!(
+        recovered.unsent.len(),
+        1,
+        "the message it sent is still pending"
+    );
+    assert_eq!(recovered.unsent[0].1.body, vec![7]);
+    let writer = b.writer("m:p").unwrap();
+    assert_eq!(
+        writer.lock().state.events_after(0, 10).unwrap(),
+        vec![(1, vec![1])]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zombie_writers_commit_is_refused_by_the_log_itself() {
+    let server = NatsServer::start(&[]);
+    // Long leases: the zombie's renewal cannot notice anything within the test.
+    let a = store(&server, "a", Duration::from_secs(30));
+    let b = store(&server, "b", Duration::from_secs(30));
+    a.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    a.clone().commit(step("m:p", 1)).await.unwrap();
+
+    // a is taken for dead behind its back (its liveness key purged, as an expiry would),
+    // and b takes the id over.
+    let raw = async_nats::jetstream::new(async_nats::connect(server.url.as_str()).await.unwrap());
+    let alive = raw.get_key_value("mote-mote-alive").await.unwrap();
+    alive.purge("a").await.unwrap();
+    let recovered = b.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    assert_eq!(recovered.seq, 1);
+
+    // a does not know, and commits: JetStream refuses the stale tail.
+    let refused = a.clone().commit(step("m:p", 2)).await;
+    assert!(
+        matches!(refused, Err(StorageError::Fenced { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(a.conflicts.load(Ordering::Relaxed), 1);
+    assert!(
+        matches!(
+            a.clone().commit(step("m:p", 2)).await,
+            Err(StorageError::Fenced { .. })
+        ),
+        "fenced for good"
+    );
+    // b's line of history goes on from the step a committed before the takeover.
+    b.clone().commit(step("m:p", 2)).await.unwrap();
+    let c = store(&server, "c", Duration::from_secs(30));
+    b.release("m:p".into(), holder("/user/p")).await;
+    let last = c.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    assert_eq!(last.seq, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumed_message_is_never_admitted_again_even_after_recovery() {
+    let server = NatsServer::start(&[]);
+    let node = JetStream {
+        shared: store(&server, "a", Duration::from_secs(30)),
+    };
+    let shared = node.shared.clone();
+    shared
+        .recover("m:q".into(), holder("/user/q"))
+        .await
+        .unwrap();
+    let msg = Numbered {
+        sender: "m:p".into(),
+        n: 3,
+        floor: 0,
+    };
+    let token = postcard::to_allocvec(&msg).unwrap();
+    let receipt = node.import(&token).unwrap();
+    assert!(node.admit("m:q", receipt), "new");
+    let mut write = step("m:q", 1);
+    write.acks = vec![receipt];
+    shared.clone().commit(write).await.unwrap();
+    // The same message comes again (its sender sent it again after a crash).
+    let again = node.import(&token).unwrap();
+    assert!(!node.admit("m:q", again), "a duplicate");
+    // Also on another node that recovers the receiver.
+    shared.release("m:q".into(), holder("/user/q")).await;
+    let other = JetStream {
+        shared: store(&server, "b", Duration::from_secs(30)),
+    };
+    other
+        .shared
+        .recover("m:q".into(), holder("/user/q"))
+        .await
+        .unwrap();
+    let there = other.import(&token).unwrap();
+    assert!(!other.admit("m:q", there), "a duplicate there too");
+    let next = Numbered { n: 4, ..msg };
+    let fresh = other
+        .import(&postcard::to_allocvec(&next).unwrap())
+        .unwrap();
+    assert!(other.admit("m:q", fresh), "the next one is new");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_send_goes_again_until_it_is_acknowledged() {
+    let server = NatsServer::start(&[]);
+    let node = JetStream {
+        shared: store(&server, "a", Duration::from_secs(30)),
+    };
+    let shared = node.shared.clone();
+    shared
+        .recover("m:p".into(), holder("/user/p"))
+        .await
+        .unwrap();
+    let handle = node.allocate_outbox(1);
+    let mut write = step("m:p", 1);
+    write.outbox = vec![(
+        handle,
+        OutboxRow {
+            target: "/user/q".into(),
+            sender: None,
+            kind: "k".into(),
+            body: vec![1],
+        },
+    )];
+    shared.clone().commit(write).await.unwrap();
+    assert!(
+        node.overdue(Duration::from_secs(60)).is_empty(),
+        "just sent"
+    );
+    let again = node.overdue(Duration::ZERO);
+    assert_eq!(again.len(), 1, "sent again once overdue");
+    assert_eq!(
+        again[0].receipt,
+        Receipt::Outbox(handle),
+        "under the same receipt"
+    );
+    // Its receiver (on another node) acknowledges it: heard here, it is pending no more.
+    let log = shared.log().await.unwrap();
+    log.acknowledge("m:p", 1).await.unwrap();
+    eventually(|| shared.writer("m:p").unwrap().lock().settled.contains(&1)).await;
+    assert!(node.overdue(Duration::ZERO).is_empty());
+}
+
+/// Waits (at most 10 s) for `condition`.
+async fn eventually(mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "not within 10 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
