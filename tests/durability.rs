@@ -5,10 +5,12 @@
 
 use std::time::Duration;
 
-use mote_example_protocol::{Journal, JournalState, Ledger, LedgerState};
-use mote_host::{ActorSystem, ClusterConfig, HostConfig, StoreConfig};
+use mote_example_protocol::{Journal, JournalState, Ledger, LedgerState, Remind};
+use mote_host::{ActorSystem, ClusterConfig, EntityOptions, HostConfig, StoreConfig};
 use mote_tests::nats::NatsServer;
-use mote_tests::{TempDir, ask_as, system_configured, tell, wait_until_async};
+use mote_tests::{
+    TempDir, ask_as, report_labelled, system_configured, tell, wait_until, wait_until_async,
+};
 
 /// A host whose persistent actors keep their state in JetStream, as node `node`.
 fn host(nats: &NatsServer, dir: &TempDir, node: &str, modules: &[&str]) -> ActorSystem {
@@ -119,4 +121,65 @@ async fn a_durable_chain_across_nodes_counts_every_message_exactly_once() {
     assert_eq!(relay.count, N, "every increment crossed to b once");
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_due_while_its_node_is_gone_fires_on_another_node() {
+    let nats = NatsServer::start(&[]);
+    let dir = TempDir::new("reminder");
+    // The test is node t, with the probe the entity reports to; it hosts no entity kind.
+    let t = ActorSystem::new(HostConfig::new()).unwrap();
+    t.join_cluster(cluster(&nats, "t")).await.expect("t joins");
+    let mut fired = t.probe("fired").unwrap();
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        let node = host(&nats, &dir, name, &["reminder"]);
+        node.register_entity("alarms", "reminder", EntityOptions::default())
+            .unwrap();
+        node.join_cluster(cluster(&nats, name)).await.expect("join");
+        nodes.push(node);
+    }
+    wait_until(|| t.cluster_nodes() == ["a", "b", "t"]).await;
+
+    // The entity reports to the probe: `~` stands for `/` in its id.
+    let alarm = "/user/alarms/~system~nodes~t~system~fired";
+    tell(
+        &t,
+        alarm,
+        &Remind::Arm {
+            tag: 7,
+            delay_ms: 2500,
+        },
+    );
+    report_labelled(&mut fired, "armed").await;
+    let home = ["a", "b"]
+        .into_iter()
+        .position(|n| {
+            nodes[if n == "a" { 0 } else { 1 }]
+                .tree()
+                .iter()
+                .any(|a| a.address.path.as_str() == alarm)
+        })
+        .expect("the entity lives on a or b");
+    // Its node goes before the reminder is due.
+    let gone = nodes.remove(home);
+    gone.shutdown().await.unwrap();
+    let report = report_labelled(&mut fired, "fired").await;
+    assert_eq!(report.value, 7, "fired by the other node");
+    assert!(
+        fired
+            .recv_timeout(Duration::from_millis(1500))
+            .await
+            .is_none(),
+        "exactly once"
+    );
+    let survivor = &nodes[0];
+    assert!(
+        survivor
+            .tree()
+            .iter()
+            .any(|a| a.address.path.as_str() == alarm)
+    );
+    survivor.shutdown().await.unwrap();
+    t.shutdown().await.ok();
 }

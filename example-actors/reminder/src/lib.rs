@@ -1,6 +1,8 @@
 //! Reminder: sets durable reminders on demand, for tests of timers that survive host restarts.
 //!
-//! Init: `<R>`. It calls `recover` in `start` (reminders need a persistent actor) and keeps no
+//! Init: `<R>`; as an entity, its id, with `~` standing for `/` (an id has no `/`): the entity
+//! `/user/alarms/~system~nodes~t~system~fired` reports to `/system/nodes/t/system/fired`. It
+//! calls `recover` in `start` (reminders need a persistent actor) and keeps no
 //! state of its own: the host keeps the reminders.
 //! - `Arm { tag, delay_ms }` sets a reminder that sends `Fired(tag)` to itself once, after
 //!   `delay_ms`, and reports `armed` = the reminder's id to `R`;
@@ -24,7 +26,8 @@ impl Actor for Reminder {
     type Msg = Remind;
 
     fn start(ctx: &mut Context, init: &[u8]) -> Result<Self> {
-        let report_to = init_arg(&init_words(init), 0, "report-path")?;
+        let report_to: String = init_arg(&init_words(init), 0, "report-path")?;
+        let report_to = report_to.replace('~', "/");
         ctx.recover_snapshot::<()>()?;
         Ok(Self { report_to })
     }

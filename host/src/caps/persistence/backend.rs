@@ -164,6 +164,12 @@ pub(crate) trait Backend: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Paths whose reminders are due while no writer of their id is alive anywhere, to wake (a
+    /// store shared by nodes; a local store's reminders die and come back with its host).
+    fn dormant(&self) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {
+        Box::pin(async { Vec::new() })
+    }
+
     /// `writer`'s incarnation, the writer of `pid`, has ended.
     fn released(&self, _pid: &str, _writer: &Address) {}
 

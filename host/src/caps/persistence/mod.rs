@@ -305,6 +305,11 @@ impl Capability for Persistence {
             kernel
                 .runtime
                 .spawn(resend(Arc::downgrade(kernel), store.clone()));
+            kernel.runtime.spawn(wake(
+                Arc::downgrade(kernel),
+                store.clone(),
+                self.entities.clone(),
+            ));
         }
     }
 
@@ -410,6 +415,11 @@ impl Capability for Persistence {
             journal.seq = journal.seq.saturating_sub(events);
         }
         journal.arm.clear();
+    }
+
+    fn admit(&self, _state: &mut Persistent, envelope: &Envelope) -> bool {
+        // A wake-up has done its work by activating the entity.
+        envelope.kind != WAKE_KIND
     }
 
     fn fresh(&self, state: &mut Persistent, receipt: Receipt) -> bool {
@@ -533,6 +543,35 @@ async fn resend(kernel: std::sync::Weak<Kernel>, store: Arc<dyn Backend>) {
             // Not delivered: it stays pending, and goes again next time (an entity is
             // activated by the delivery itself).
             let _ = kernel.deliver(&target, None, envelope);
+        }
+    }
+}
+
+/// The kind of the message that wakes an entity whose reminder is due while no node runs it;
+/// its guest never sees it.
+const WAKE_KIND: &str = "mote.wake";
+
+/// How often the store is asked for reminders due where no writer lives.
+const WAKE_EVERY: Duration = Duration::from_secs(1);
+
+/// Wakes, while the kernel lives, the entities whose reminders are due while no node runs
+/// them (their node died): activated here or on their node, they recover their reminders and
+/// fire them.
+async fn wake(kernel: std::sync::Weak<Kernel>, store: Arc<dyn Backend>, entities: Arc<Entities>) {
+    let mut tick = tokio::time::interval(WAKE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let paths = store.dormant().await;
+        let Some(kernel) = kernel.upgrade() else {
+            return;
+        };
+        if kernel.is_shutting_down() {
+            return;
+        }
+        for path in paths.into_iter().filter(|p| entities.is_entity(p)) {
+            tracing::debug!(%path, "waking an entity for its reminder");
+            let _ = kernel.deliver(&path, None, Envelope::new(None, WAKE_KIND, Vec::new()));
         }
     }
 }

@@ -9,6 +9,7 @@
 //! KV mote-<n>-checkpoints      token -> covered sequence (8 bytes, big-endian) + checkpoint
 //! KV mote-<n>-writers          token -> {"node": .., "epoch": ..}: the id's writer lease
 //! KV mote-<n>-alive            node -> epoch, gone `lease` after its last renewal
+//! KV mote-<n>-reminders        token -> the id's next reminder: due (ms, big-endian) + path
 //! ```
 //!
 //! Invariants:
@@ -38,6 +39,7 @@
 
 mod acks;
 pub(crate) mod records;
+mod reminders;
 mod writers;
 
 #[cfg(test)]
@@ -290,6 +292,8 @@ struct Inner {
     streams: Vec<stream::Stream>,
     /// KV `mote-<n>-checkpoints`.
     checkpoints: kv::Store,
+    /// KV `mote-<n>-reminders`: each id's next reminder.
+    reminders: kv::Store,
     /// KV `mote-<n>-writers`: the writer leases.
     writers: kv::Store,
     /// KV `mote-<n>-alive`: every node's liveness key.
@@ -342,6 +346,7 @@ impl Log {
             streams.push(open_stream(&js, &names, k, &config).await?);
         }
         let checkpoints = open_bucket(&js, names.bucket("checkpoints"), &config).await?;
+        let reminders = open_bucket(&js, names.bucket("reminders"), &config).await?;
         let writers = open_bucket(&js, names.bucket("writers"), &config).await?;
         let alive = writers::open_alive(&js, names.bucket("alive"), &config).await?;
         let epoch = epoch();
@@ -361,6 +366,7 @@ impl Log {
                 js,
                 streams,
                 checkpoints,
+                reminders,
                 writers,
                 alive,
                 liveness,

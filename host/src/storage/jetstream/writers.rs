@@ -21,7 +21,7 @@ const TAKE_ATTEMPTS: usize = 8;
 
 /// A lease's value: the node that holds it and the epoch it took it in.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Holder {
+pub(super) struct Holder {
     /// The node's name.
     node: String,
     /// The node's epoch when it took the lease.
@@ -134,7 +134,7 @@ impl Log {
     }
 
     /// True if `holder`'s node is live in the epoch it holds the lease in.
-    async fn is_alive(&self, holder: &Holder) -> Result<bool, JetStreamError> {
+    pub(super) async fn is_alive(&self, holder: &Holder) -> Result<bool, JetStreamError> {
         if !crate::cluster::is_name(&holder.node) {
             return Ok(false); // no node of this namespace can have that name
         }
@@ -151,7 +151,7 @@ impl Log {
 }
 
 /// A lease's value, decoded.
-fn decode_holder(key: &str, value: &[u8]) -> Result<Holder, JetStreamError> {
+pub(super) fn decode_holder(key: &str, value: &[u8]) -> Result<Holder, JetStreamError> {
     serde_json::from_slice(value).map_err(|e| JetStreamError::Corrupt {
         what: "writer lease",
         key: key.to_owned(),

@@ -56,7 +56,7 @@ use tokio::sync::OnceCell;
 use self::record::{Folded, Record};
 use super::backend::{Backend, Flushed, Recovered, Resend, StorageError};
 use super::channel::Numbered;
-use super::journal::{Backlog, Op, StepWrite};
+use super::journal::{Backlog, Op, StepWrite, unix_ms};
 use crate::actor::step::Commit;
 use crate::address::Address;
 use crate::message::Receipt;
@@ -174,9 +174,18 @@ struct Inner {
     /// Its sends acknowledged since its last record.
     settled: Vec<u64>,
     /// Its reminders' firings acknowledged since its last record.
-    fired: Vec<u64>,
+    fired: Vec<(u64, u64)>,
     /// Its pending sends on this node, by number.
     sends: BTreeMap<u64, Sent>,
+}
+
+/// The next reminder of a state: when it is due and where it fires.
+fn next_reminder(state: &Folded) -> Option<(u64, String)> {
+    state
+        .reminders
+        .values()
+        .min_by_key(|r| r.due_ms)
+        .map(|r| (r.due_ms, r.target.clone()))
 }
 
 /// The message id of the record a writer appends on `tail`: a retry of it is written once.
@@ -406,6 +415,8 @@ impl Shared {
                 reminders.insert(*id, pid.clone());
             }
         }
+        // The index follows the records (a stale entry is corrected here).
+        self.index(&log, &pid, next_reminder(&state));
         let writer = Writer {
             pen: tokio::sync::Mutex::new(()),
             inner: Mutex::new(Inner {
@@ -591,6 +602,18 @@ impl Shared {
                 }
             }
         };
+        let reindex = record.base.is_some()
+            || !record.fired.is_empty()
+            || record.ops.iter().any(|op| {
+                matches!(
+                    op,
+                    Op::Remind { .. } | Op::CancelReminder { .. } | Op::DeleteState
+                )
+            });
+        if reindex {
+            let next = next_reminder(&writer.lock().state);
+            self.index(&log, &pid, next);
+        }
         drop(pen);
         self.steps.fetch_add(1, Ordering::Relaxed);
         {
@@ -606,7 +629,7 @@ impl Shared {
         }
         for (owner, id) in others_fired {
             if let Some(writer) = self.writer(&owner) {
-                writer.lock().fired.push(id);
+                writer.lock().fired.push((id, unix_ms()));
             }
         }
         if let Some((covered, state)) = checkpoint {
@@ -669,7 +692,7 @@ impl Shared {
                         Some(owner) if *owner != write.pid => {
                             others_fired.push((owner.clone(), *id));
                         }
-                        _ => fired.push(*id),
+                        _ => fired.push((*id, unix_ms())),
                     },
                 }
             }
@@ -687,6 +710,66 @@ impl Shared {
         };
         let id = msg_id(&write.pid, w.fence, w.tail);
         (record, sent, others_fired, w.tail, id)
+    }
+
+    /// Records `pid`'s next reminder in the failover index, in the background (the records
+    /// stay the truth: a lost update costs a wake-up, or a reminder fired on its own node only).
+    fn index(&self, log: &Arc<Log>, pid: &str, next: Option<(u64, String)>) {
+        let (log, pid) = (log.clone(), pid.to_owned());
+        self.runtime.spawn(async move {
+            let indexed = match next {
+                Some((due, path)) => log.put_due(&pid, due, &path).await,
+                None => log.clear_due(&pid).await,
+            };
+            if let Err(e) = indexed {
+                tracing::debug!(%pid, error = %crate::error::chain(&e), "reminder index not updated");
+            }
+        });
+    }
+
+    /// The paths of entities whose reminder is due and whose writer is not alive anywhere (its
+    /// node died, or it was passivated on a node that died since).
+    async fn dormant(&self) -> Vec<String> {
+        let Ok(log) = self.log().await else {
+            return Vec::new();
+        };
+        let Ok(due) = log.due().await else {
+            return Vec::new();
+        };
+        let soon = unix_ms() + 500;
+        let mut out = Vec::new();
+        for entry in due.into_iter().filter(|d| d.due_ms <= soon) {
+            if self.writer(&entry.pid).is_none()
+                && matches!(log.writer_alive(&entry.pid).await, Ok(false))
+            {
+                out.push(entry.path);
+            }
+        }
+        out
+    }
+
+    /// Whether a firing of reminder `id` reaching `pid` is one its owner's committed state
+    /// expects: the reminder is there and due (a firing armed on two nodes while the id moved
+    /// is dropped the second time). True if the owner has no writer here to say.
+    fn reminder_due(&self, pid: &str, id: u64) -> bool {
+        let owner = self
+            .reminders
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| pid.to_owned());
+        let Some(writer) = self.writer(&owner) else {
+            return true;
+        };
+        let w = writer.lock();
+        if w.fired.iter().any(|(fired, _)| *fired == id) {
+            return false; // fired, and the record that says so is on its way
+        }
+        w.state.reminders.get(&id).is_some_and(|row| {
+            let slack = row.period_ms.map_or(0, |p| p / 2).max(1000);
+            row.due_ms <= unix_ms() + slack
+        })
     }
 
     /// Tells `msg`'s sender that it was acknowledged: in memory if its writer is on this node
@@ -737,7 +820,7 @@ impl Shared {
                     .get(&id)
                     .cloned();
                 if let Some(writer) = owner.and_then(|pid| self.writer(&pid)) {
-                    writer.lock().fired.push(id);
+                    writer.lock().fired.push((id, unix_ms()));
                 }
             }
         }
@@ -888,8 +971,9 @@ impl Backend for JetStream {
     }
 
     fn admit(&self, pid: &str, receipt: Receipt) -> bool {
-        let Receipt::Outbox(handle) = receipt else {
-            return true;
+        let handle = match receipt {
+            Receipt::Outbox(handle) => handle,
+            Receipt::Reminder(id) => return self.shared.reminder_due(pid, id),
         };
         let Some(msg) = self
             .shared
@@ -936,6 +1020,10 @@ impl Backend for JetStream {
 
     fn overdue(&self, after: Duration) -> Vec<Resend> {
         self.shared.overdue(after)
+    }
+
+    fn dormant(&self) -> std::pin::Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {
+        Box::pin(self.shared.dormant())
     }
 
     fn allocate_outbox(&self, n: u64) -> u64 {

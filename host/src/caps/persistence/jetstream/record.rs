@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::super::channel::{Numbered, Outbox, Seen};
-use super::super::journal::{Op, OutboxRow, ReminderRow, StoredSnapshot, unix_ms};
+use super::super::journal::{Op, OutboxRow, ReminderRow, StoredSnapshot};
 
 /// One step of one persistence id: everything it changed, as one JetStream message.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
@@ -33,8 +33,8 @@ pub(crate) struct Record {
     pub(crate) consumed: Vec<Numbered>,
     /// This id's own sends that their receivers acknowledged.
     pub(crate) settled: Vec<u64>,
-    /// This id's reminders whose firing was acknowledged.
-    pub(crate) fired: Vec<u64>,
+    /// This id's reminders whose firing was acknowledged, and when (ms since the epoch).
+    pub(crate) fired: Vec<(u64, u64)>,
     /// When set, the whole state from here on (folding restarts from it).
     pub(crate) base: Option<Box<Folded>>,
 }
@@ -105,9 +105,8 @@ impl Folded {
         for n in &record.settled {
             self.outbox.acknowledged(*n);
         }
-        let now = unix_ms();
-        for id in &record.fired {
-            self.fire(*id, now);
+        for (id, at) in &record.fired {
+            self.fire(*id, *at);
         }
     }
 
@@ -158,6 +157,7 @@ impl Folded {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::journal::unix_ms;
     use super::*;
 
     fn event(seq: u64) -> Op {
@@ -295,7 +295,7 @@ mod tests {
             ..Record::default()
         });
         f.apply(&Record {
-            fired: vec![1, 2],
+            fired: vec![(1, unix_ms()), (2, unix_ms())],
             ..Record::default()
         });
         assert_eq!(f.reminders.len(), 1);
