@@ -30,6 +30,10 @@
 //! - `cluster`: two nodes of a cluster on a nats-server of their own (see `cluster.rs`):
 //!   ping-pong, ask round trips and fan-out across the nodes, each against the same on one node.
 //!
+//! - `durable`: the JetStream store on a nats-server of its own (see `durability.rs`): committed
+//!   steps/s against the redb file's group commit, and the recovery of a 100,000-event journal
+//!   from each.
+//!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
 use std::time::{Duration, Instant};
@@ -48,7 +52,7 @@ use tracing_subscriber::prelude::*;
 #[derive(Parser)]
 struct Args {
     /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
-    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, erlang
+    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, durable, erlang
     /// (the peers alone) or all (every workload, then the ratios against Erlang).
     workload: String,
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
@@ -93,6 +97,7 @@ struct Args {
 }
 
 mod cluster;
+mod durability;
 mod savina;
 mod versus;
 
@@ -161,6 +166,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "upgrade" => upgrade(&args).await,
             "languages" => languages(&args).await,
             "cluster" => cluster::cluster(&args).await,
+            "durable" => durability::durable(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -187,12 +193,13 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
                 upgrade(&args).await?;
                 languages(&args).await?;
                 cluster::cluster(&args).await?;
+                durability::durable(&args).await?;
                 versus::erlang(&args, &headline)
             }
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
                  epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
-                 upgrade, languages, cluster, erlang or all"
+                 upgrade, languages, cluster, durable, erlang or all"
             ),
         }
     })
@@ -608,7 +615,20 @@ async fn steps_per_sec(
     let db = fresh_db(args, &format!("commit-{group}"))?;
     let mut config = HostConfig::new();
     config.storage(&db).group_commit(group);
+    let measured = steps_per_sec_with(args, config, actors, per_actor).await;
+    let _ = std::fs::remove_file(&db);
+    measured
+}
+
+/// [`steps_per_sec`] on a host configured as `config` (its store, say).
+async fn steps_per_sec_with(
+    args: &Args,
+    config: HostConfig,
+    actors: usize,
+    per_actor: u64,
+) -> anyhow::Result<(f64, f64)> {
     let system = system_with(args, config, &["journal"])?;
+    system.storage_ready().await?;
     for i in 0..actors {
         system.spawn(&format!("j{i}"), "journal", b"0")?;
     }
@@ -633,7 +653,6 @@ async fn steps_per_sec(
     let per_txn = (after.steps - before.steps) as f64
         / (after.transactions - before.transactions).max(1) as f64;
     system.shutdown().await.ok();
-    let _ = std::fs::remove_file(&db);
     Ok((target as f64 / secs, per_txn))
 }
 

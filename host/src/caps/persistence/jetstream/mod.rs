@@ -177,6 +177,9 @@ struct Inner {
     fired: Vec<(u64, u64)>,
     /// Its pending sends on this node, by number.
     sends: BTreeMap<u64, Sent>,
+    /// `state.events` holds every event after the snapshot: true from recovery to the first
+    /// step committed after it.
+    replayable: bool,
 }
 
 /// The next reminder of a state: when it is due and where it fires.
@@ -417,6 +420,19 @@ impl Shared {
         }
         // The index follows the records (a stale entry is corrected here).
         self.index(&log, &pid, next_reminder(&state));
+        // A writer of an earlier incarnation here (a restart) hands over the acknowledgements
+        // it had not written yet.
+        let (settled, fired) = match self.writer(&pid) {
+            Some(old) => {
+                let mut old = old.lock();
+                old.fenced = true;
+                (
+                    std::mem::take(&mut old.settled),
+                    std::mem::take(&mut old.fired),
+                )
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         let writer = Writer {
             pen: tokio::sync::Mutex::new(()),
             inner: Mutex::new(Inner {
@@ -425,9 +441,10 @@ impl Shared {
                 tail,
                 fenced: false,
                 state,
-                settled: Vec::new(),
-                fired: Vec::new(),
+                settled,
+                fired,
                 sends: BTreeMap::new(),
+                replayable: true,
             }),
         };
         self.writers
@@ -568,6 +585,11 @@ impl Shared {
             match appended {
                 Ok(seq) => {
                     w.tail = seq;
+                    // Events are held for the replay that follows recovery only: from the first
+                    // step on, the state keeps those of the latest record after its snapshot
+                    // (what a checkpoint needs), so a long journal costs no host memory.
+                    w.state.events.clear();
+                    w.replayable = false;
                     w.state.apply(&record);
                     let now = Instant::now();
                     for (handle, n) in &sent {
@@ -927,12 +949,16 @@ impl Backend for JetStream {
         after: u64,
         max: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
-        if let Some(writer) = self.shared.writer(pid)
-            && let Some(events) = writer.lock().state.events_after(after, max)
-        {
-            return Ok(events);
+        if let Some(writer) = self.shared.writer(pid) {
+            let w = writer.lock();
+            if w.replayable
+                && let Some(events) = w.state.events_after(after, max)
+            {
+                return Ok(events);
+            }
         }
-        // Older than the snapshot: fold the whole log again, keeping every event.
+        // Older than the snapshot, or asked for after the recovery's first step: fold the
+        // whole log again, keeping every event.
         let shared = self.shared.clone();
         let pid = pid.to_owned();
         self.block("read events", async move {
