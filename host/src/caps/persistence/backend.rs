@@ -73,6 +73,15 @@ pub(crate) struct Recovered {
     pub(crate) reminders: Vec<(u64, super::journal::ReminderRow)>,
 }
 
+/// Registers the steps a store committed, the one metric every store has.
+pub(crate) fn register_steps(registry: &mut Registry, steps: u64) {
+    registry.register(
+        "commit_steps",
+        "Durable steps committed (state, events and the messages they send)",
+        prometheus_client::metrics::counter::ConstCounter::new(steps),
+    );
+}
+
 /// A message to send again: its sender's incarnation, its receipt and its row.
 #[derive(Debug)]
 pub(crate) struct Resend {

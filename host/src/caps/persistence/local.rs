@@ -137,11 +137,7 @@ impl Backend for Local {
 
     fn metrics(&self, registry: &mut Registry) {
         let stats = self.committer.stats();
-        registry.register(
-            "commit_steps",
-            "Durable steps committed (state, events and the messages they send)",
-            ConstCounter::new(stats.steps),
-        );
+        super::backend::register_steps(registry, stats.steps);
         registry.register(
             "fsyncs",
             "Write transactions made durable, one fsync each (group commit folds steps into one)",

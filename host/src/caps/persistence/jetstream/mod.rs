@@ -107,18 +107,12 @@ async fn fence_on_loss(
     let Some(shared) = shared.upgrade() else {
         return;
     };
-    let writers: Vec<Arc<Writer>> = shared
-        .writers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .values()
-        .cloned()
-        .collect();
+    let writers = shared.all_writers();
     tracing::warn!(
         writers = writers.len(),
         "storage liveness lost: this node's persistent actors can no longer commit"
     );
-    for writer in writers {
+    for (_, writer) in writers {
         writer.lock().fenced = true;
     }
 }
@@ -323,6 +317,16 @@ impl Shared {
         }
     }
 
+    /// Every writer on this node, with its id.
+    fn all_writers(&self) -> Vec<(String, Arc<Writer>)> {
+        self.writers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     fn writer(&self, pid: &str) -> Option<Arc<Writer>> {
         self.writers
             .lock()
@@ -506,13 +510,7 @@ impl Shared {
     /// The pending sends of this node's writers last sent longer than `after` ago (doubled for
     /// each time a send was already sent again, up to [`MAX_RESEND_BACKOFF`] doublings).
     fn overdue(&self, after: Duration) -> Vec<Resend> {
-        let writers: Vec<(String, Arc<Writer>)> = self
-            .writers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let writers = self.all_writers();
         let now = Instant::now();
         let mut out = Vec::new();
         for (pid, writer) in writers {
@@ -867,13 +865,7 @@ impl Shared {
 
     /// Appends a record for every writer with acknowledgements waiting.
     async fn write_settlements(self: &Arc<Self>) {
-        let writers: Vec<(String, Arc<Writer>)> = self
-            .writers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let writers = self.all_writers();
         for (pid, writer) in writers {
             let waiting = writer.lock().waiting();
             if waiting {
@@ -1114,11 +1106,7 @@ impl Backend for JetStream {
     }
 
     fn metrics(&self, registry: &mut Registry) {
-        registry.register(
-            "commit_steps",
-            "Durable steps committed (state, events and the messages they send)",
-            ConstCounter::new(self.shared.steps.load(Ordering::Relaxed)),
-        );
+        super::backend::register_steps(registry, self.shared.steps.load(Ordering::Relaxed));
         registry.register(
             "commit_conflicts",
             "Commits refused because a newer writer holds the persistence id",
