@@ -6,18 +6,21 @@
 //! guest call (receive/start/stopping) ──> journal ops + held effects (see actor::step)
 //!                                            │ seal: one StepWrite, sends stamped as outbox rows
 //!                                            v
-//!              one redb transaction: snapshot/events, outbox rows, acks of consumed messages
+//!      one unit of the store (a redb transaction; one JetStream record, see `backend`):
+//!              snapshot/events, outbox rows, acks of consumed messages
 //!                                            │ only then
 //!                                            v
 //!                  effects released: sends (carrying their outbox receipt), spawns, stops,
 //!                  timers, reminders
 //! ```
 //!
-//! Exactly once between persistent actors: a sent message is an outbox row until the receiver's
-//! commit deletes it in the same transaction that records the receiver's new state. After a
-//! crash the rows still present are exactly the messages whose effect was not committed; they are
-//! parked by target path and handed to the first incarnation spawned (or entity activated) at that
-//! path, before anything else. A receiver that keeps no durable state acknowledges lazily (at
+//! Exactly once between persistent actors, with the local store: a sent message is an outbox row
+//! until the receiver's commit deletes it in the same transaction that records the receiver's
+//! new state. After a crash the rows still present are exactly the messages whose effect was not
+//! committed; they are parked by target path and handed to the first incarnation spawned (or
+//! entity activated) at that path, before anything else. With the JetStream store, sends are
+//! numbered and receivers drop what they consumed before (`channel`): a duplicate never reaches
+//! the guest (`fresh`), and what is pending is sent again (`resend`) until it is consumed. A receiver that keeps no durable state acknowledges lazily (at
 //! least once across crashes), or, if it asked for at-most-once (the `delivery` capability),
 //! durably before it sees the message (`acknowledge`).
 //!
