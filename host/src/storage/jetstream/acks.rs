@@ -56,6 +56,19 @@ impl Log {
         Ok((out, last))
     }
 
+    /// Removes every stored acknowledgement of `pid`'s sends: once its writer has recorded them.
+    /// One that lands meanwhile and is lost costs a resend, which its receiver drops and
+    /// acknowledges again.
+    pub(crate) async fn purge_acknowledgements(&self, pid: &str) -> Result<(), JetStreamError> {
+        let (subject, stream) = self.subject(pid)?;
+        stream
+            .purge()
+            .filter(format!("{subject}.acks"))
+            .await
+            .map_err(|e| JetStreamError::failed("purging acknowledgements", e))?;
+        Ok(())
+    }
+
     /// Hears every acknowledgement published in the namespace from now on, as `(pid, n)`.
     pub(crate) async fn acknowledgements_heard(
         &self,

@@ -382,13 +382,16 @@ impl Shared {
                 .acknowledgements(&pid)
                 .await
                 .map_err(|e| remote("read the acknowledgements")(Box::new(e)))?;
-            for n in acks {
-                state.outbox.acknowledged(n);
-            }
-            // The fence: a record of this writer on the tail it read.
+            let settled: Vec<u64> = acks
+                .into_iter()
+                .filter(|n| state.outbox.pending.contains_key(n))
+                .collect();
+            // The fence: a record of this writer on the tail it read, which also records the
+            // acknowledgements read (so their messages can go).
             let fence_record = Record {
                 node: self.config.node.clone(),
                 fence,
+                settled,
                 ..Record::default()
             };
             let bytes = postcard::to_allocvec(&fence_record).unwrap_or_default();
@@ -396,7 +399,17 @@ impl Shared {
                 .append(&pid, tail, &msg_id(&pid, fence, tail), bytes)
                 .await
             {
-                Ok(seq) => break (state, seq),
+                Ok(seq) => {
+                    state.apply(&fence_record);
+                    let log = log.clone();
+                    let pid = pid.clone();
+                    self.runtime.spawn(async move {
+                        if let Err(e) = log.purge_acknowledgements(&pid).await {
+                            tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
+                        }
+                    });
+                    break (state, seq);
+                }
                 Err(AppendError::Conflict { .. }) if attempts < 5 => continue,
                 Err(e) => return Err(remote("append the fence")(Box::new(e))),
             }
@@ -659,12 +672,19 @@ impl Shared {
             let compact = state.deleted_through >= state.snapshot.as_ref().map_or(0, |s| s.0);
             tokio::spawn(async move {
                 match log.put_checkpoint(&pid, covered, bytes).await {
-                    Ok(true) if compact => {
-                        if let Err(e) = log.purge(&pid, covered).await {
+                    Ok(written) => {
+                        if written
+                            && compact
+                            && let Err(e) = log.purge(&pid, covered).await
+                        {
                             tracing::debug!(%pid, error = %crate::error::chain(&e), "records not purged");
                         }
+                        // Acknowledgements heard are in the writer's records (or, lost, will
+                        // come again: a resend is dropped and acknowledged anew).
+                        if let Err(e) = log.purge_acknowledgements(&pid).await {
+                            tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
+                        }
                     }
-                    Ok(_) => {}
                     Err(e) => {
                         tracing::warn!(%pid, error = %crate::error::chain(&e), "checkpoint not written (recovery reads more records)");
                     }

@@ -206,3 +206,45 @@ async fn eventually(mut condition: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledgements_from_other_nodes_are_recorded_then_purged_when_the_sender_recovers() {
+    let server = NatsServer::start(&[]);
+    let a = store(&server, "a", Duration::from_secs(30));
+    a.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    let mut write = step("m:p", 1);
+    let rows = (0..2).map(|i| {
+        let row = OutboxRow {
+            target: "/user/q".into(),
+            sender: None,
+            kind: "k".into(),
+            body: vec![i],
+        };
+        (a.next_handle.fetch_add(1, Ordering::Relaxed), row)
+    });
+    write.outbox = rows.collect();
+    a.clone().commit(write).await.unwrap();
+    a.clone().release("m:p".into(), holder("/user/p")).await;
+    // A receiver elsewhere consumed the first, while the sender was gone.
+    let log = a.log().await.unwrap();
+    log.acknowledge("m:p", 1).await.unwrap();
+
+    let b = store(&server, "b", Duration::from_secs(30));
+    let recovered = b.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    let unsent: Vec<Vec<u8>> = recovered
+        .unsent
+        .iter()
+        .map(|(_, r)| r.body.clone())
+        .collect();
+    assert_eq!(unsent, [vec![1]], "only the second is sent again");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !log.acknowledgements("m:p").await.unwrap().0.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "acks purged");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Recorded in the fence record: a third node agrees without them.
+    b.release("m:p".into(), holder("/user/p")).await;
+    let c = store(&server, "c", Duration::from_secs(30));
+    let again = c.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    assert_eq!(again.unsent.len(), 1);
+}
