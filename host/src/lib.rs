@@ -27,8 +27,9 @@
 //!  actor       launch (the kernel's Extensions) · cell (lifecycle, supervision of children)
 //!    │         · instance (Store, exports, limits per call)
 //!  caps        the registration list, and one unit per capability: host · supervision ·
-//!    │         timers · messaging · persistence (journal, owners, history, entities,
-//!    │         reminders) · clock · forwarding · lookup · naming · stashing · priority ·
+//!    │         timers · messaging · persistence (backend: the store trait, local (redb),
+//!    │         jetstream; channel (numbered sends, dedup); journal, owners, history,
+//!    │         entities, reminders) · clock · forwarding · lookup · naming · stashing · priority ·
 //!    │         lifecycle · delivery · callouts · wasi · capability (the Capability trait,
 //!    │         Call, ActorState)
 //!  actor       core (what a capability sees of its caller) · step (hold, commit, release)

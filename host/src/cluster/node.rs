@@ -562,7 +562,7 @@ impl Cluster {
             &self.me,
         );
         if !self.send(node, frame) {
-            // A receipt handed on stays unacknowledged: its sender sends it again on recovery.
+            // A receipt handed on stays unacknowledged: its sender sends it again.
             return undelivered(envelope, DeadLetterReason::Unreachable);
         }
         // Handed to NATS: at most once from here, unless its receipt went with it.
