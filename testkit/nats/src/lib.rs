@@ -95,44 +95,60 @@ pub fn free_port() -> u16 {
 }
 
 impl NatsServer {
-    /// Starts nats-server with JetStream on a free loopback port; `extra` are more arguments
-    /// (`--auth <token>`, say).
+    /// Starts nats-server with JetStream on a loopback port it picks itself (and reports in a
+    /// ports file, so that two tests starting servers at once can never mix them up); `extra`
+    /// are more arguments (`--auth <token>`, say).
     pub fn start(extra: &[&str]) -> NatsServer {
         static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let store = std::env::temp_dir().join(format!("mote-nats-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&store);
-        std::fs::create_dir_all(&store).expect("a JetStream directory");
-        for _ in 0..5 {
-            let port = free_port();
-            let mut child = Command::new(binary())
-                .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
-                .arg(&store)
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {} ({e})", binary().display()));
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return NatsServer {
-                        child,
-                        url: format!("nats://127.0.0.1:{port}"),
-                        port,
-                        store,
-                    };
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // lost the port to someone else: try another
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        let ports = store.join("ports");
+        std::fs::create_dir_all(&ports).expect("a JetStream directory");
+        let mut child = Command::new(binary())
+            .args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
+            .arg(store.join("js"))
+            .arg("--ports_file_dir")
+            .arg(&ports)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {} ({e})", binary().display()));
+        let file = ports.join(format!("nats-server_{}.ports", child.id()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(port) = std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|t| client_port(&t))
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
+                return NatsServer {
+                    child,
+                    url: format!("nats://127.0.0.1:{port}"),
+                    port,
+                    store,
+                };
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("nats-server exited ({status}) before it listened");
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("nats-server did not start on a loopback port");
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("nats-server did not report its port within 10 s");
     }
+}
+
+/// The client port in a nats-server ports file (`{"nats":["nats://127.0.0.1:4222"], ...}`).
+fn client_port(ports_file: &str) -> Option<u16> {
+    let url = ports_file.split("nats://").nth(1)?;
+    let port = url.split(':').nth(1)?;
+    port.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 impl Drop for NatsServer {
@@ -140,5 +156,32 @@ impl Drop for NatsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.store);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ports_file_gives_the_client_port() {
+        assert_eq!(
+            client_port(
+                r#"{"nats":["nats://127.0.0.1:42009"],"monitoring":["http://127.0.0.1:8222"]}"#
+            ),
+            Some(42009)
+        );
+        assert_eq!(client_port("{}"), None);
+    }
+
+    #[test]
+    fn two_servers_started_at_once_are_two_servers() {
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| NatsServer::start(&[]));
+            let b = s.spawn(|| NatsServer::start(&[]));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert_ne!(a.port, b.port);
+        assert_ne!(a.child.id(), b.child.id());
     }
 }

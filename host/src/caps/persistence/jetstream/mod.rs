@@ -51,7 +51,6 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::registry::Registry;
-use tokio::sync::OnceCell;
 
 use self::record::{Folded, Record};
 use super::backend::{Backend, Flushed, Recovered, Resend, StorageError};
@@ -77,7 +76,9 @@ pub(crate) struct JetStream {
 
 struct Shared {
     config: StoreConfig,
-    log: OnceCell<Arc<Log>>,
+    /// The log once open; opened again after this node's liveness was lost (a pause past the
+    /// lease), with a new epoch, so that its actors can recover again.
+    log: tokio::sync::Mutex<Option<Arc<Log>>>,
     runtime: tokio::runtime::Handle,
     /// The writers on this node, by persistence id.
     writers: Mutex<HashMap<String, Arc<Writer>>>,
@@ -205,7 +206,7 @@ impl JetStream {
             shared: Arc::new_cyclic(|me| Shared {
                 me: me.clone(),
                 config,
-                log: OnceCell::new(),
+                log: tokio::sync::Mutex::new(None),
                 runtime,
                 writers: Mutex::default(),
                 receipts: Mutex::default(),
@@ -247,28 +248,37 @@ impl Inner {
 }
 
 impl Shared {
-    /// The log, connecting first if need be.
+    /// The log, connecting first if need be, or again if this node's liveness was lost (its
+    /// writers are fenced then; the new epoch lets its actors take their ids back).
     async fn log(&self) -> Result<Arc<Log>, StorageError> {
-        self.log
-            .get_or_try_init(|| async {
-                let log = self.open().await?;
-                // Reminder ids are store-wide: each opening of the store takes a prefix.
-                let prefix = log
-                    .next_prefix()
-                    .await
-                    .map_err(|e| remote("allocate ids")(Box::new(e)))?;
-                self.next_handle.store(prefix << 40 | 1, Ordering::Relaxed);
-                let heard = log
-                    .acknowledgements_heard()
-                    .await
-                    .map_err(|e| remote("subscribe to acknowledgements")(Box::new(e)))?;
-                self.runtime.spawn(hear(self.me.clone(), heard));
-                self.runtime
-                    .spawn(fence_on_loss(self.me.clone(), log.lost()));
-                Ok(Arc::new(log))
-            })
+        let mut slot = self.log.lock().await;
+        if let Some(log) = slot.as_ref()
+            && !*log.lost().borrow()
+        {
+            return Ok(log.clone());
+        }
+        let log = self.open().await?;
+        // Reminder ids are store-wide: each opening of the store takes a prefix.
+        let prefix = log
+            .next_prefix()
             .await
-            .cloned()
+            .map_err(|e| remote("allocate ids")(Box::new(e)))?;
+        self.next_handle.store(prefix << 40 | 1, Ordering::Relaxed);
+        let heard = log
+            .acknowledgements_heard()
+            .await
+            .map_err(|e| remote("subscribe to acknowledgements")(Box::new(e)))?;
+        self.runtime.spawn(hear(self.me.clone(), heard));
+        self.runtime
+            .spawn(fence_on_loss(self.me.clone(), log.lost()));
+        let log = Arc::new(log);
+        *slot = Some(log.clone());
+        Ok(log)
+    }
+
+    /// The log if it is open, without waiting.
+    fn opened(&self) -> Option<Arc<Log>> {
+        self.log.try_lock().ok().and_then(|slot| slot.clone())
     }
 
     /// Opens the log. A node restarted after a crash finds its previous run's liveness key:
@@ -1112,7 +1122,7 @@ impl Backend for JetStream {
 
     fn close(&self) {
         // The node's liveness goes with it, so its leases can be taken at once.
-        if let Some(log) = self.shared.log.get().cloned() {
+        if let Some(log) = self.shared.opened() {
             self.shared.runtime.spawn(async move { log.stop().await });
         }
     }
@@ -1132,7 +1142,7 @@ impl Backend for JetStream {
             "Commits refused because a newer writer holds the persistence id",
             ConstCounter::new(self.shared.conflicts.load(Ordering::Relaxed)),
         );
-        if let Some(log) = self.shared.log.get() {
+        if let Some(log) = self.shared.opened() {
             let stats = log.stats();
             registry.register(
                 "jetstream_appends",

@@ -248,3 +248,28 @@ async fn acknowledgements_from_other_nodes_are_recorded_then_purged_when_the_sen
     let again = c.recover("m:p".into(), holder("/user/p")).await.unwrap();
     assert_eq!(again.unsent.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_lost_its_liveness_fences_its_writers_and_opens_again() {
+    let server = NatsServer::start(&[]);
+    let a = store(&server, "a", Duration::from_secs(1));
+    a.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    a.clone().commit(step("m:p", 1)).await.unwrap();
+    // Its liveness key goes behind its back, as a pause past the lease would make it expire.
+    let raw = async_nats::jetstream::new(async_nats::connect(server.url.as_str()).await.unwrap());
+    raw.get_key_value("mote-mote-alive")
+        .await
+        .unwrap()
+        .purge("a")
+        .await
+        .unwrap();
+    eventually(|| a.writer("m:p").unwrap().lock().fenced).await;
+    assert!(matches!(
+        a.clone().commit(step("m:p", 2)).await,
+        Err(StorageError::Fenced { .. })
+    ));
+    // Its actor recovers again: the store opens with a new epoch and takes the id back.
+    let recovered = a.recover("m:p".into(), holder("/user/p")).await.unwrap();
+    assert_eq!(recovered.seq, 1, "the refused step left nothing");
+    a.clone().commit(step("m:p", 2)).await.unwrap();
+}
