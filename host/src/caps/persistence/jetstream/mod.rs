@@ -66,6 +66,8 @@ use crate::storage::jetstream::{AppendError, JetStreamError, Log, StoreConfig, T
 pub(crate) const BLOCK_FOR: Duration = Duration::from_secs(60);
 /// How often a lease or a node name held by a run that just died is tried again.
 const RETRY_EVERY: Duration = Duration::from_millis(200);
+/// How soon an id released with messages still pending is woken to send them again.
+const RESEND_WAKE: Duration = Duration::from_secs(2);
 /// How often acknowledgements of this node's writers' sends are written.
 const SETTLE_EVERY: Duration = Duration::from_millis(200);
 
@@ -931,9 +933,25 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&pid);
-        if let Ok(log) = self.log().await
-            && let Err(e) = log.release(&pid).await
-        {
+        let Ok(log) = self.log().await else {
+            return;
+        };
+        // Messages still pending go again when it comes back: an entity is woken for them as
+        // for a reminder, a resend's wait from now.
+        let wake = {
+            let w = writer.lock();
+            let next = next_reminder(&w.state);
+            match w.state.outbox.pending.is_empty() {
+                true => next,
+                false => {
+                    let soon = unix_ms() + RESEND_WAKE.as_millis() as u64;
+                    let path = holder.path.to_string();
+                    Some(next.filter(|(due, _)| *due <= soon).unwrap_or((soon, path)))
+                }
+            }
+        };
+        self.index(&log, &pid, wake);
+        if let Err(e) = log.release(&pid).await {
             tracing::debug!(%pid, error = %crate::error::chain(&e), "lease not released (it expires with the node)");
         }
     }

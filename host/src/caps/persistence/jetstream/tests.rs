@@ -273,3 +273,44 @@ async fn a_node_that_lost_its_liveness_fences_its_writers_and_opens_again() {
     assert_eq!(recovered.seq, 1, "the refused step left nothing");
     a.clone().commit(step("m:p", 2)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_released_with_messages_pending_is_indexed_to_be_woken() {
+    let server = NatsServer::start(&[]);
+    let a = store(&server, "a", Duration::from_secs(30));
+    a.recover("m:p".into(), holder("/user/carts/p"))
+        .await
+        .unwrap();
+    let mut write = step("m:p", 1);
+    write.outbox = vec![(
+        a.next_handle.fetch_add(1, Ordering::Relaxed),
+        OutboxRow {
+            target: "/user/q".into(),
+            sender: None,
+            kind: "k".into(),
+            body: vec![1],
+        },
+    )];
+    a.clone().commit(write).await.unwrap();
+    let log = a.log().await.unwrap();
+    assert!(
+        log.due().await.unwrap().is_empty(),
+        "nothing to wake while it lives"
+    );
+    a.clone()
+        .release("m:p".into(), holder("/user/carts/p"))
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let due = loop {
+        let due = log.due().await.unwrap();
+        if !due.is_empty() {
+            break due;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "indexed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(due[0].pid, "m:p");
+    assert_eq!(due[0].path, "/user/carts/p", "its own path, to wake it");
+    // Nobody writes it now: the waker of any node will find it once due.
+    assert!(!log.writer_alive("m:p").await.unwrap());
+}
