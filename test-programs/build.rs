@@ -307,9 +307,12 @@ mod js {
     }
 }
 
-/// The C example actors: `zig cc` (the `ziglang` package from PyPI, in the Python venv) compiles
-/// each `example-actors/c/c_*.c` to a freestanding core module; wit-component embeds the
-/// `actor-world` and wraps it into a component. No libc, no WASI: a few KB.
+/// The C example actors: wit-bindgen's C generator writes the bindings of
+/// `upgradable-actor-world` (`mote_world.h`/`.c` and the component-type object) to `OUT_DIR`,
+/// `zig cc` (the `ziglang` package from PyPI, in the Python venv) compiles each
+/// `example-actors/c/c_*.c` with them and the SDK's `mote.c` against wasi-libc (malloc and
+/// string functions only: the module imports nothing from WASI), and wit-component wraps the
+/// module, whose world the object embeds, into a component.
 mod c {
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -319,6 +322,9 @@ mod c {
     /// The Zig release whose `zig cc` compiles the C actors.
     const ZIGLANG: &str = "ziglang==0.17.1";
 
+    /// The world the C SDK implements: every optional export but `packed-receive`.
+    const WORLD: &str = "upgradable-actor-world";
+
     pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("c");
         let stale = stale_sources(root, &sources, "c", "c_", out);
@@ -326,11 +332,9 @@ mod c {
             return;
         }
         let python = zig(examples);
-        let mut resolve = wit_parser::Resolve::default();
-        let (package, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
-        let world = resolve
-            .select_world(&[package], Some("actor-world"))
-            .expect("wit/ has actor-world");
+        let bindings = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+            .join("c-bindings");
+        generate(root, &bindings);
         let cores = examples.join("target").join("c");
         std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
         for actor in &stale {
@@ -340,41 +344,65 @@ mod c {
                 .expect("C file names are UTF-8");
             let core = cores.join(format!("{module}.core.wasm"));
             let status = Command::new(&python)
-                .args([
-                    "-m",
-                    "ziglang",
-                    "cc",
-                    "-target",
-                    "wasm32-freestanding",
-                    "-nostdlib",
-                ])
-                .args(["-O2", "-Wl,--no-entry", "-Wl,--export=cabi_realloc", "-o"])
+                .args(["-m", "ziglang", "cc"])
+                .args(compile_args())
+                .arg("-I")
+                .arg(&bindings)
+                .arg("-I")
+                .arg(&sources)
+                .arg("-o")
                 .arg(&core)
                 .arg(actor)
+                .arg(sources.join("mote.c"))
+                .arg(bindings.join("mote_world.c"))
+                .arg(bindings.join("mote_world_component_type.o"))
                 .status()
                 .expect("failed to run zig cc");
             assert!(status.success(), "zig cc failed for {}", actor.display());
-            let mut bytes = std::fs::read(&core).expect("zig cc wrote the module");
-            wit_component::embed_component_metadata(
-                &mut bytes,
-                &resolve,
-                world,
-                wit_component::StringEncoding::UTF8,
-                false,
-            )
-            .expect("the world embeds");
+            let bytes = std::fs::read(&core).expect("zig cc wrote the module");
             let component = wit_component::ComponentEncoder::default()
                 .validate(true)
                 .module(&bytes)
                 .and_then(|e| e.encode())
                 .unwrap_or_else(|e| {
-                    panic!(
-                        "{} is not a valid actor-world module: {e:#}",
-                        actor.display()
-                    )
+                    panic!("{} is not a valid {WORLD} module: {e:#}", actor.display())
                 });
             std::fs::write(out.join(format!("{module}.wasm")), component)
                 .expect("component written");
+        }
+    }
+
+    /// The `zig cc` arguments of a C actor: a WASI reactor (no `main`) that links only what
+    /// it uses of wasi-libc, optimised for size.
+    pub(super) fn compile_args() -> [&'static str; 6] {
+        [
+            "-target",
+            "wasm32-wasi",
+            "-mexec-model=reactor",
+            "-Os",
+            "-Wall",
+            "-Werror",
+        ]
+    }
+
+    /// Writes the C bindings of the world to `dir`.
+    fn generate(root: &Path, dir: &Path) {
+        let mut resolve = wit_parser::Resolve::default();
+        let (package, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
+        let world = resolve
+            .select_world(&[package], Some(WORLD))
+            .expect("wit/ has the world");
+        let opts = wit_bindgen_c::Opts {
+            rename_world: Some("mote_world".to_string()),
+            ..Default::default()
+        };
+        let mut files = wit_bindgen_core::Files::default();
+        opts.build()
+            .generate(&mut resolve, world, &mut files)
+            .expect("wit-bindgen generates C bindings");
+        std::fs::create_dir_all(dir).expect("the bindings directory can be created");
+        for (name, contents) in files.iter() {
+            std::fs::write(dir.join(name), contents).expect("bindings written");
         }
     }
 
