@@ -16,6 +16,14 @@ fn main() {
         .to_path_buf();
     let examples = root.join("example-actors");
     println!("cargo:rerun-if-env-changed=MOTE_SKIP_GUESTS");
+    // The C bindings are generated even without the guests: `mote new --lang c` copies them.
+    if root.join("wit").join("actor.wit").exists() {
+        println!("cargo:rerun-if-changed={}", root.join("wit").display());
+        let bindings = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+            .join("c-bindings");
+        c::generate(&root, &bindings);
+        println!("cargo:rustc-env=MOTE_C_BINDINGS_DIR={}", bindings.display());
+    }
     if !examples.join("Cargo.toml").exists() || std::env::var_os("MOTE_SKIP_GUESTS").is_some() {
         return;
     }
@@ -334,7 +342,6 @@ mod c {
         let python = zig(examples);
         let bindings = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
             .join("c-bindings");
-        generate(root, &bindings);
         let cores = examples.join("target").join("c");
         std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
         for actor in &stale {
@@ -374,7 +381,7 @@ mod c {
 
     /// The `zig cc` arguments of a C actor: a WASI reactor (no `main`) that links only what
     /// it uses of wasi-libc, optimised for size.
-    pub(super) fn compile_args() -> [&'static str; 6] {
+    fn compile_args() -> [&'static str; 6] {
         [
             "-target",
             "wasm32-wasi",
@@ -385,8 +392,9 @@ mod c {
         ]
     }
 
-    /// Writes the C bindings of the world to `dir`.
-    fn generate(root: &Path, dir: &Path) {
+    /// Writes the C bindings of the world to `dir`: `mote_world.h`, `mote_world.c` and
+    /// `mote_world_component_type.o` (the world, for the linker to embed in the module).
+    pub(super) fn generate(root: &Path, dir: &Path) {
         let mut resolve = wit_parser::Resolve::default();
         let (package, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
         let world = resolve

@@ -192,7 +192,7 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
-    /// Create an actor project that builds to a component: `mote new <name> --lang rust|python|js`.
+    /// Create an actor project that builds to a component: `mote new <name> --lang rust|python|js|c`.
     New {
         /// The project (and module) name.
         name: String,

@@ -1,4 +1,4 @@
-//! `mote new <name> --lang rust|python|js`: scaffolds an actor project that builds to a component
+//! `mote new <name> --lang rust|python|js|c`: scaffolds an actor project that builds to a component
 //! as it is. The templates live in `cli/templates/` and are compiled into the binary.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ pub(crate) enum Lang {
     Rust,
     Python,
     Js,
+    C,
 }
 
 /// One file of a template: its path in the project and its text.
@@ -83,6 +84,27 @@ const JS: &[File] = &[
     ("README.md", include_str!("../templates/js/README.md.tmpl")),
 ];
 
+const C: &[File] = &[
+    ("app.c", include_str!("../templates/c/app.c.tmpl")),
+    ("sdk/mote.h", include_str!("../../example-actors/c/mote.h")),
+    ("sdk/mote.c", include_str!("../../example-actors/c/mote.c")),
+    ("wit/actor.wit", include_str!("../../wit/actor.wit")),
+    ("build.sh", include_str!("../templates/c/build.sh.tmpl")),
+    (
+        "manifest.toml",
+        include_str!("../templates/c/manifest.toml.tmpl"),
+    ),
+    ("README.md", include_str!("../templates/c/README.md.tmpl")),
+];
+
+/// The bindings wit-bindgen's C generator wrote for the C SDK when mote was built (by
+/// `mote-test-programs`), copied into a C project's `sdk/`.
+const C_BINDINGS: &[&str] = &[
+    "mote_world.h",
+    "mote_world.c",
+    "mote_world_component_type.o",
+];
+
 /// Where the Rust SDK lives, for the new project's path dependency.
 fn sdk_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -115,10 +137,15 @@ pub(crate) fn new(name: &str, lang: Lang) -> anyhow::Result<()> {
             sdk.display()
         );
     }
+    let bindings = mote_test_programs::c_bindings_dir();
+    if lang == Lang::C && bindings.is_none() {
+        bail!("the C bindings were not generated (this mote was built outside its repository)");
+    }
     let files = match lang {
         Lang::Rust => RUST,
         Lang::Python => PYTHON,
         Lang::Js => JS,
+        Lang::C => C,
     };
     let file_stem = name.replace('-', "_");
     for (path, text) in files {
@@ -134,12 +161,19 @@ pub(crate) fn new(name: &str, lang: Lang) -> anyhow::Result<()> {
         std::fs::write(&target, text)
             .with_context(|| format!("cannot write {}", target.display()))?;
     }
+    if let (Lang::C, Some(bindings)) = (lang, bindings) {
+        for file in C_BINDINGS {
+            let from = bindings.join(file);
+            std::fs::copy(&from, dir.join("sdk").join(file))
+                .with_context(|| format!("cannot copy {}", from.display()))?;
+        }
+    }
     if lang != Lang::Rust {
         make_executable(&dir.join("build.sh"))?;
     }
     let build = match lang {
         Lang::Rust => "cargo build --release",
-        Lang::Python | Lang::Js => "./build.sh",
+        Lang::Python | Lang::Js | Lang::C => "./build.sh",
     };
     println!("created {name}/ ({lang:?}); build it with: cd {name} && {build}");
     Ok(())

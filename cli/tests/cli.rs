@@ -594,6 +594,81 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn new_scaffolds_a_c_actor_that_builds_and_runs() {
+    let dir = scratch("new-c");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let _ = std::fs::remove_dir_all(dir.join("tmpl-c"));
+    mote_ok_in(&dir, &["new", "tmpl-c", "--lang", "c"]);
+    for file in ["app.c", "sdk/mote.h", "sdk/mote_world.h", "build.sh"] {
+        assert!(
+            dir.join("tmpl-c").join(file).exists(),
+            "{file} is scaffolded"
+        );
+    }
+    // zig cc from the venv test-programs/build.rs made; build.sh installs wasm-tools itself.
+    let zig = repo.join("example-actors/.toolchains/python/bin/python-zig");
+    assert!(
+        zig.exists(),
+        "{} is missing: build the example actors (cargo build -p mote-test-programs) to install it",
+        zig.display()
+    );
+    let out = Command::new(dir.join("tmpl-c/build.sh"))
+        .env("MOTE_ZIG", &zig)
+        .output()
+        .expect("run build.sh");
+    assert!(
+        out.status.success(),
+        "tmpl-c/build.sh failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wasm = dir.join("tmpl-c/tmpl-c.wasm");
+    let manifest = write(
+        &dir,
+        "c.toml",
+        &format!(
+            "[[module]]\nname = \"c\"\npath = {wasm:?}\n[[actor]]\npath = \"/user/c\"\nmodule = \"c\"\n"
+        ),
+    );
+    let socket = dir.join("new-c.sock");
+    let socket_arg = socket.to_str().unwrap();
+    let host = run_host(&dir, &manifest, socket_arg, 60);
+    for n in ["5", "37"] {
+        let body = format!(r#"{{"n": {n}}}"#);
+        mote_ok(&[
+            "send",
+            "/user/c",
+            "add",
+            "--text",
+            &body,
+            "--control",
+            socket_arg,
+        ]);
+    }
+    let reply = mote_ok(&["ask", "/user/c", "get", "--control", socket_arg]);
+    assert!(reply.contains(r#"text="{\"total\":42}""#), "{reply}");
+    drop(host);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `mote` run in `dir`, which must succeed.
+fn mote_ok_in(dir: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run mote");
+    assert!(
+        out.status.success(),
+        "mote {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One request line on a fresh control connection; the response line.
 fn control(socket: &Path, line: &[u8]) -> String {
     use std::io::{BufRead, Write};

@@ -464,6 +464,19 @@ bool mote_text_to_u64(const uint8_t *text, size_t len, uint64_t *value) {
     return true;
 }
 
+bool mote_json_u64(const uint8_t *json, size_t len, const char *field, uint64_t *value) {
+    size_t flen = strlen(field);
+    for (size_t i = 0; i + flen + 2 <= len; i++) {
+        if (json[i] != '"' || memcmp(json + i + 1, field, flen) != 0 || json[i + flen + 1] != '"')
+            continue;
+        size_t j = i + flen + 2;
+        while (j < len && (json[j] == ' ' || json[j] == '\n' || json[j] == '\t')) j++;
+        if (j == len || json[j] != ':') continue;
+        return mote_text_to_u64(json + j + 1, len - j - 1, value);
+    }
+    return false;
+}
+
 void mote_buf_push(mote_buf_t *buf, const void *bytes, size_t len) {
     if (buf->len + len > buf->cap) {
         size_t cap = buf->cap ? buf->cap * 2 : 64;

@@ -186,6 +186,10 @@ size_t mote_u64_to_text(uint64_t value, char *out);
 /* Parses a decimal u64 from `text` (leading blanks allowed); false if there is none. */
 bool mote_text_to_u64(const uint8_t *text, size_t len, uint64_t *value);
 
+/* Finds `"field": <number>` in a JSON object and parses the number (no nesting, no escapes:
+ * enough for flat bodies such as {"n": 5}); false if it is not there. */
+bool mote_json_u64(const uint8_t *json, size_t len, const char *field, uint64_t *value);
+
 /* A growable byte buffer (malloc'd), to build bodies and snapshots. */
 typedef struct mote_buf {
     uint8_t *data;

@@ -16,6 +16,13 @@ pub fn path(name: &str) -> Option<PathBuf> {
     dir().map(|d| d.join(format!("{name}.wasm")))
 }
 
+/// The directory holding the C bindings of the actor world (`mote_world.h`, `mote_world.c`,
+/// `mote_world_component_type.o`) that wit-bindgen's C generator wrote for the C SDK, if this
+/// crate was built inside the repository.
+pub fn c_bindings_dir() -> Option<PathBuf> {
+    option_env!("MOTE_C_BINDINGS_DIR").map(PathBuf::from)
+}
+
 /// The names of all example actors built into this crate.
 pub const NAMES: &[&str] = &[
     "pingpong",
