@@ -51,6 +51,7 @@ pub const NAMES: &[&str] = &[
     "py_orders",
     "js_events",
     "c_counter",
+    "c_journal",
     "clock",
     "attacker",
     "forwarder",
