@@ -60,3 +60,120 @@ async fn a_c_journal_recovers_snapshot_and_events_after_a_host_restart() {
     );
     system.shutdown().await.unwrap();
 }
+
+/// The next message the probe receives, as (kind, text body).
+async fn next_text(probe: &mut mote_host::Probe) -> (String, String) {
+    let envelope = next(probe).await;
+    (envelope.kind, String::from_utf8(envelope.body).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_timers_fire_once_and_periodically_and_stop_when_cancelled() {
+    let system = system_with(&["c_ticker"]);
+    let mut probe = system.probe("p").unwrap();
+    system.spawn("t", "c_ticker", b"/system/p").unwrap();
+    let text = |s: &str| s.as_bytes().to_vec();
+
+    let sent = std::time::Instant::now();
+    system
+        .tell("/user/t", "once", text(r#"{"delay_ms": 100, "tag": 1}"#))
+        .unwrap();
+    assert_eq!(next_text(&mut probe).await, ("fired".into(), "1".into()));
+    let late = sent.elapsed();
+    assert!(
+        late >= std::time::Duration::from_millis(100),
+        "fired early: {late:?}"
+    );
+
+    let sent = std::time::Instant::now();
+    system
+        .tell("/user/t", "every", text(r#"{"period_ms": 50, "tag": 2}"#))
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(next_text(&mut probe).await, ("fired".into(), "2".into()));
+    }
+    assert!(sent.elapsed() >= std::time::Duration::from_millis(250));
+    system
+        .tell("/user/t", "cancel", text(r#"{"tag": 2}"#))
+        .unwrap();
+    // At most one firing was already queued behind the cancel.
+    let mut reply = next_text(&mut probe).await;
+    if reply.0 == "fired" {
+        reply = next_text(&mut probe).await;
+    }
+    assert_eq!(reply, ("cancelled".into(), "1".into()));
+
+    system
+        .tell("/user/t", "once", text(r#"{"delay_ms": 60000, "tag": 3}"#))
+        .unwrap();
+    system
+        .tell("/user/t", "cancel", text(r#"{"tag": 3}"#))
+        .unwrap();
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("cancelled".into(), "1".into())
+    );
+    wait_until(|| system.pending_timers() == 0).await;
+    system.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_supervisor_picks_directives_by_error_and_watches_its_children() {
+    let system = system_with(&["c_supervisor", "c_counter"]);
+    let mut probe = system.probe("p").unwrap();
+    system.spawn("s", "c_supervisor", b"/system/p").unwrap();
+    let total = |path: &'static str| {
+        let system = &system;
+        async move { ask_text(system, path, "get").await }
+    };
+    system.tell("/user/s/c0", "add", b"5".to_vec()).unwrap();
+    assert_eq!(total("/user/s/c0").await, "5");
+
+    // "resume": the child keeps its state.
+    system
+        .tell("/user/s/c0", "fail", b"please resume".to_vec())
+        .unwrap();
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("supervised".into(), "/user/s/c0 resume".into())
+    );
+    assert_eq!(total("/user/s/c0").await, "5");
+
+    // "restart": a fresh instance.
+    system
+        .tell("/user/s/c0", "fail", b"restart it".to_vec())
+        .unwrap();
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("supervised".into(), "/user/s/c0 restart".into())
+    );
+    assert_eq!(total("/user/s/c0").await, "0");
+
+    // No directive named: the strategy's (restart).
+    let mut decisions = system.subscribe_supervision();
+    system.tell("/user/s/c1", "add", b"3".to_vec()).unwrap();
+    system.tell("/user/s/c1", "fail", Vec::new()).unwrap();
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("supervised".into(), "/user/s/c1 defer".into())
+    );
+    assert_eq!(
+        next_decision(&mut decisions).await.directive,
+        Directive::Restart
+    );
+    assert_eq!(total("/user/s/c1").await, "0");
+
+    // "stop": the child ends and its watcher hears of it.
+    system
+        .tell("/user/s/c0", "fail", b"stop now".to_vec())
+        .unwrap();
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("supervised".into(), "/user/s/c0 stop".into())
+    );
+    assert_eq!(
+        next_text(&mut probe).await,
+        ("terminated".into(), "/user/s/c0".into())
+    );
+    system.shutdown().await.unwrap();
+}

@@ -2,7 +2,7 @@
  * the small-footprint end of the language range.
  *
  * Bodies are JSON numbers as text. `add` "5" adds 5, `get` replies `total` with the sum,
- * `fail` returns an error (a supervised failure).
+ * `fail` returns an error (a supervised failure) that ends with the body's text, if any.
  */
 #include "mote.h"
 
@@ -27,7 +27,16 @@ const char *mote_receive(const mote_msg_t *msg) {
         char digits[21];
         MOTE_TRY(mote_reply("total", digits, mote_u64_to_text(total, digits)));
     } else if (mote_is(msg, "fail")) {
-        return "c_counter was asked to fail";
+        static char error[128] = "c_counter was asked to fail";
+        size_t n = 27;
+        if (msg->body_len) {
+            error[n++] = ':';
+            error[n++] = ' ';
+            for (size_t i = 0; i < msg->body_len && n < sizeof error - 1; i++)
+                error[n++] = (char)msg->body[i];
+        }
+        error[n] = 0;
+        return error;
     }
     return NULL;
 }

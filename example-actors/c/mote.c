@@ -203,6 +203,8 @@ __attribute__((weak)) const char *mote_migrate(const char *from_version, const u
 
 /* ---- Addresses and messages ---- */
 
+void mote_address_free(mote_address_t *address) { mote_actor_types_address_free(address); }
+
 mote_address_t mote_myself(void) {
     mote_address_t me;
     mote_actor_host_self_address(&me);

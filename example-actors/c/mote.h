@@ -92,6 +92,8 @@ const char *mote_last_error(void);
 
 /* ---- Addresses and messages ---- */
 
+/* Frees an address the SDK returned (mote_myself, mote_parent, mote_spawn). */
+void mote_address_free(mote_address_t *address);
 mote_address_t mote_myself(void);
 bool mote_parent(mote_address_t *out);
 /* The sender of the message being handled, NULL if none. */

@@ -52,6 +52,8 @@ pub const NAMES: &[&str] = &[
     "js_events",
     "c_counter",
     "c_journal",
+    "c_ticker",
+    "c_supervisor",
     "clock",
     "attacker",
     "forwarder",
