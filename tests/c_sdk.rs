@@ -122,6 +122,14 @@ async fn a_c_supervisor_picks_directives_by_error_and_watches_its_children() {
     let system = system_with(&["c_supervisor", "c_counter"]);
     let mut probe = system.probe("p").unwrap();
     system.spawn("s", "c_supervisor", b"/system/p").unwrap();
+    // Its start spawns the children: wait for them before telling them anything.
+    let live = |path: &str| {
+        system
+            .tree()
+            .iter()
+            .any(|info| info.address.path.as_str() == path)
+    };
+    wait_until(|| live("/user/s/c0") && live("/user/s/c1")).await;
     let total = |path: &'static str| {
         let system = &system;
         async move { ask_text(system, path, "get").await }
@@ -174,6 +182,78 @@ async fn a_c_supervisor_picks_directives_by_error_and_watches_its_children() {
     assert_eq!(
         next_text(&mut probe).await,
         ("terminated".into(), "/user/s/c0".into())
+    );
+    system.shutdown().await.unwrap();
+}
+
+/// Sends `add` n for n in `from..to` to `path`, waiting when the mailbox is full.
+async fn feed(system: &ActorSystem, path: &str, from: u64, to: u64) {
+    for n in from..to {
+        loop {
+            match system.tell(path, "add", n.to_string().into_bytes()) {
+                Ok(()) => break,
+                Err(mote_host::SendError::MailboxFull { .. }) => tokio::task::yield_now().await,
+                Err(e) => panic!("tell: {e}"),
+            }
+        }
+    }
+}
+
+fn versioned_json(version: u32, count: u64, last: u64, migrated_from: &str) -> String {
+    let sum = count * (count - 1) / 2;
+    format!(
+        r#"{{"version":{version},"count":{count},"sum":{sum},"last":{last},"out_of_order":0,"migrated_from":"{migrated_from}"}}"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_actor_carries_its_state_across_upgrades_and_a_bad_migrate_is_refused() {
+    let system = std::sync::Arc::new(ActorSystem::new(mote_host::HostConfig::new()).unwrap());
+    for v in ["1", "2", "3"] {
+        let path = mote_test_programs::path(&format!("c_versioned_v{v}")).unwrap();
+        system.deploy_file_version("cv", v, &path).unwrap();
+    }
+    system.spawn("c", "cv", b"").unwrap();
+    // An upgrade under a stream of messages: none lost, none reordered.
+    const N: u64 = 3_000;
+    let (halfway, reached) = tokio::sync::oneshot::channel();
+    let feeder = {
+        let system = system.clone();
+        tokio::spawn(async move {
+            feed(&system, "/user/c", 0, N / 3).await;
+            let _ = halfway.send(());
+            feed(&system, "/user/c", N / 3, N).await;
+        })
+    };
+    reached.await.unwrap();
+    let up = system.upgrade("/user/c", "2").await.unwrap();
+    assert_eq!(up.upgraded.len(), 1, "{up:?}");
+    assert!(up.upgraded[0].migrated);
+    feeder.await.unwrap();
+    assert_eq!(
+        ask_text(&system, "/user/c", "get").await,
+        versioned_json(2, N, N - 1, "1")
+    );
+    // v3 traps in migrate: the upgrade fails and v2 keeps its state and keeps serving.
+    let bad = system.upgrade("/user/c", "3").await.unwrap();
+    assert!(bad.upgraded.is_empty());
+    assert!(
+        bad.failed.len() == 1 && bad.failed[0].1.contains("refused the state"),
+        "{:?}",
+        bad.failed
+    );
+    feed(&system, "/user/c", N, N + 10).await;
+    assert_eq!(
+        ask_text(&system, "/user/c", "get").await,
+        versioned_json(2, N + 10, N + 9, "1")
+    );
+    // Roll back to v1: the state comes along.
+    let back = system.upgrade("/user/c", "1").await.unwrap();
+    assert_eq!(back.upgraded.len(), 1);
+    feed(&system, "/user/c", N + 10, N + 20).await;
+    assert_eq!(
+        ask_text(&system, "/user/c", "get").await,
+        versioned_json(1, N + 20, N + 19, "2")
     );
     system.shutdown().await.unwrap();
 }
