@@ -257,3 +257,68 @@ async fn a_c_actor_carries_its_state_across_upgrades_and_a_bad_migrate_is_refuse
     );
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_entity_passivates_reactivates_with_its_state_and_survives_a_host_restart() {
+    let dir = TempDir::new("c-entity");
+    let db = dir.join("mote.redb");
+    {
+        let system = system_configured(durable_config(&db), &["c_entity"]);
+        let options = mote_host::EntityOptions {
+            passivate_after: Some(std::time::Duration::from_millis(100)),
+            ..mote_host::EntityOptions::default()
+        };
+        system
+            .register_entity("carts", "c_entity", options)
+            .unwrap();
+        system
+            .tell("/user/carts/ann", "add", b"5".to_vec())
+            .unwrap();
+        system
+            .tell("/user/carts/ann", "add", b"6".to_vec())
+            .unwrap();
+        system
+            .tell("/user/carts/bob", "add", b"2".to_vec())
+            .unwrap();
+        assert_eq!(
+            ask_text(&system, "/user/carts/ann", "get").await,
+            r#"{"id":"ann","total":11,"activations":1}"#
+        );
+        let first = system
+            .lookup("/user/carts/ann")
+            .expect("live after a message");
+        wait_until(|| system.lookup("/user/carts/ann").is_none()).await;
+        terminated(&system, &first).await;
+        // A message to its path activates it again, with its state.
+        system
+            .tell("/user/carts/ann", "add", b"1".to_vec())
+            .unwrap();
+        assert_eq!(
+            ask_text(&system, "/user/carts/ann", "get").await,
+            r#"{"id":"ann","total":12,"activations":2}"#
+        );
+        // bob may have passivated meanwhile too: its activations are 1 or 2.
+        let bob = ask_text(&system, "/user/carts/bob", "get").await;
+        assert!(bob.starts_with(r#"{"id":"bob","total":2,"#), "{bob}");
+        system
+            .tell("/user/carts/bob", "retire", Vec::new())
+            .unwrap();
+        wait_until(|| system.lookup("/user/carts/bob").is_none()).await;
+        system.shutdown().await.unwrap();
+    }
+    let system = system_configured(durable_config(&db), &["c_entity"]);
+    system
+        .register_entity("carts", "c_entity", mote_host::EntityOptions::default())
+        .unwrap();
+    assert_eq!(
+        ask_text(&system, "/user/carts/ann", "get").await,
+        r#"{"id":"ann","total":12,"activations":3}"#,
+        "the state survives the host restart"
+    );
+    assert_eq!(
+        ask_text(&system, "/user/carts/bob", "get").await,
+        r#"{"id":"bob","total":0,"activations":1}"#,
+        "a retired entity starts afresh"
+    );
+    system.shutdown().await.unwrap();
+}

@@ -57,6 +57,7 @@ pub const NAMES: &[&str] = &[
     "c_versioned_v1",
     "c_versioned_v2",
     "c_versioned_v3",
+    "c_entity",
     "clock",
     "attacker",
     "forwarder",
