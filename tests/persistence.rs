@@ -14,33 +14,7 @@ async fn journal_state(system: &ActorSystem, path: &str) -> JournalState {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_and_events_recover_the_exact_state_after_a_host_restart() {
-    let dir = TempDir::new("restart");
-    let db = dir.join("mote.redb");
-    let values: Vec<u64> = (0..40).map(|i| (i * 7919) % 101).collect();
-    {
-        let system = system_configured(durable_config(&db), &["journal"]);
-        // A snapshot every 16 events: recovery = snapshot at 32 + replay of 33..=40.
-        system.spawn("j", "journal", b"16").unwrap();
-        for v in &values {
-            tell(&system, "/user/j", &Journal::Append(*v));
-        }
-        let state = journal_state(&system, "/user/j").await;
-        assert_eq!(state.values, values);
-        system.shutdown().await.unwrap();
-    }
-    let system = system_configured(durable_config(&db), &["journal"]);
-    system.spawn("j", "journal", b"16").unwrap();
-    let state = journal_state(&system, "/user/j").await;
-    assert_eq!(
-        state.values, values,
-        "snapshot + replay give the same values in order"
-    );
-    assert!(state.recovered_from_snapshot);
-    assert_eq!(
-        state.replayed, 8,
-        "only the events after the snapshot are replayed"
-    );
-    system.shutdown().await.unwrap();
+    scenarios::journal_recovers_after_a_host_restart("journal", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

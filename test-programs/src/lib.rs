@@ -42,6 +42,7 @@ pub const NAMES: &[&str] = &[
     "versioned_v4",
     "order_desk",
     "py_orders",
+    "py_journal",
     "js_events",
     "c_counter",
     "clock",
