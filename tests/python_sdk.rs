@@ -35,3 +35,13 @@ fn the_python_sdk_unit_tests_pass() {
 async fn a_python_journal_recovers_after_a_host_restart() {
     scenarios::journal_recovers_after_a_host_restart("py_journal", Speech::Json).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_timers_fire_on_time_and_stop_when_cancelled() {
+    scenarios::timers_fire_on_time_and_stop_when_cancelled("py_ticker", Speech::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_supervise_hook_decides_by_the_error() {
+    scenarios::supervise_decides_by_error("py_supervisor", Speech::Json).await;
+}

@@ -43,6 +43,8 @@ pub const NAMES: &[&str] = &[
     "order_desk",
     "py_orders",
     "py_journal",
+    "py_ticker",
+    "py_supervisor",
     "js_events",
     "c_counter",
     "clock",

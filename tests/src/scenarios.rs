@@ -2,7 +2,11 @@
 //! each takes the module name and the [`Speech`] it speaks, so the same assertions hold for
 //! every SDK.
 
-use mote_example_protocol::{Journal, JournalState};
+use std::time::{Duration, Instant};
+
+use mote_example_protocol::{Crash, Journal, JournalState, Report, Timer};
+use mote_guest::Message;
+use mote_host::{Directive, Probe};
 
 use crate::*;
 
@@ -35,5 +39,145 @@ pub async fn journal_recovers_after_a_host_restart(module: &str, speech: Speech)
         state.replayed, 8,
         "only the events after the snapshot are replayed"
     );
+    system.shutdown().await.unwrap();
+}
+
+/// The next [`Report`] at the probe in `speech` with `label`, skipping anything else (reports
+/// of actors that speak another way too).
+pub async fn report_in(speech: Speech, probe: &mut Probe, label: &str) -> Report {
+    loop {
+        let envelope = next(probe).await;
+        if envelope.kind != Report::KIND {
+            continue;
+        }
+        let decoded = match speech {
+            Speech::Postcard => mote_guest::decode::<Report>(&envelope.kind, &envelope.body).ok(),
+            Speech::Json => serde_json::from_slice::<Report>(&envelope.body).ok(),
+        };
+        if let Some(report) = decoded.filter(|r| r.label == label) {
+            return report;
+        }
+    }
+}
+
+/// The reports in `speech` that arrive at the probe within `quiet`.
+async fn drain_in(speech: Speech, probe: &mut Probe, quiet: Duration) -> Vec<Report> {
+    let mut got = Vec::new();
+    while let Some(envelope) = probe.recv_timeout(quiet).await {
+        if envelope.kind == Report::KIND {
+            got.push(speech.decode::<Report>(&envelope));
+        }
+    }
+    got
+}
+
+/// A ticker (init: the report path /system/p) fires a one-shot timer no earlier than its
+/// delay, a periodic one five times until cancelled, and a one-shot cancelled before it fires
+/// never; no timer is left pending.
+pub async fn timers_fire_on_time_and_stop_when_cancelled(module: &str, speech: Speech) {
+    let system = system_with(&[module]);
+    let mut probe = system.probe("p").unwrap();
+    system.spawn("t", module, b"/system/p").unwrap();
+
+    let sent = Instant::now();
+    let once = Timer::Once {
+        delay_ms: 100,
+        tag: 1,
+    };
+    speech.tell(&system, "/user/t", &once);
+    let r = report_in(speech, &mut probe, "fired").await;
+    let late = sent.elapsed();
+    assert_eq!(r.value, 1);
+    assert!(late >= Duration::from_millis(100), "fired early: {late:?}");
+    assert!(
+        late < Duration::from_millis(2100),
+        "fired too late: {late:?}"
+    );
+
+    let sent = Instant::now();
+    let every = Timer::Every {
+        period_ms: 50,
+        tag: 2,
+    };
+    speech.tell(&system, "/user/t", &every);
+    for _ in 0..5 {
+        assert_eq!(report_in(speech, &mut probe, "fired").await.value, 2);
+    }
+    assert!(
+        sent.elapsed() >= Duration::from_millis(250),
+        "5 periods took {:?}",
+        sent.elapsed()
+    );
+    speech.tell(&system, "/user/t", &Timer::Cancel { tag: 2 });
+    assert_eq!(report_in(speech, &mut probe, "cancelled").await.value, 1);
+    // At most one firing was already queued behind the cancel; then silence.
+    let after = drain_in(speech, &mut probe, Duration::from_millis(300)).await;
+    assert!(
+        after.iter().filter(|r| r.label == "fired").count() <= 1,
+        "{after:?}"
+    );
+
+    let later = Timer::Once {
+        delay_ms: 300,
+        tag: 3,
+    };
+    speech.tell(&system, "/user/t", &later);
+    speech.tell(&system, "/user/t", &Timer::Cancel { tag: 3 });
+    assert_eq!(report_in(speech, &mut probe, "cancelled").await.value, 1);
+    let after = drain_in(speech, &mut probe, Duration::from_millis(600)).await;
+    assert!(after.is_empty(), "a cancelled one-shot fired: {after:?}");
+    assert_eq!(system.pending_timers(), 0);
+}
+
+/// Bumps the (Rust) crasher at `path` and returns its count, which survives only a resume.
+async fn bump(probe: &mut Probe, path: &str) -> u32 {
+    tell_from(probe, path, &Crash::Bump);
+    loop {
+        let envelope = next(probe).await;
+        if envelope.kind == Crash::KIND {
+            match mote_guest::decode::<Crash>(&envelope.kind, &envelope.body).unwrap() {
+                Crash::Echo(n) => return n,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+}
+
+/// A supervisor in `by-error` mode over two (Rust) crashers: each failure reaches its
+/// `supervise` hook (a `kind:error` report), whose directive follows the error text: `resume`
+/// keeps the child's state, `restart` resets it, `stop` ends the child (a `terminated` report
+/// through its watch), and an error naming none defers to the strategy (restart).
+pub async fn supervise_decides_by_error(module: &str, speech: Speech) {
+    let system = system_with(&[module, "crasher"]);
+    let mut probe = system.probe("p").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    let init = "one by-error 3 60000 2 crasher /system/p";
+    system.spawn("sup", module, init.as_bytes()).unwrap();
+    let (c0, c1) = ("/user/sup/c0", "/user/sup/c1");
+    wait_until(|| system.lookup(c0).is_some() && system.lookup(c1).is_some()).await;
+    assert_eq!(bump(&mut probe, c0).await, 1);
+
+    let mut fail = async |path: &str, why: &str| {
+        tell(&system, path, &Crash::Fail(why.into()));
+        let decision = next_decision(&mut decisions).await;
+        assert_eq!(decision.child.path.as_str(), path);
+        assert!(decision.error.contains(why), "{}", decision.error);
+        decision.directive
+    };
+    assert_eq!(fail(c0, "please resume").await, Directive::Resume);
+    let seen = report_in(speech, &mut probe, "kind:error").await;
+    assert_eq!(seen.from, c0, "the failure reaches the supervise hook");
+    assert_eq!(bump(&mut probe, c0).await, 2, "resumed with its state");
+
+    assert_eq!(fail(c0, "do restart").await, Directive::Restart);
+    assert_eq!(bump(&mut probe, c0).await, 1, "restarted afresh");
+    assert_eq!(fail(c0, "no idea").await, Directive::Restart, "the strategy's");
+    assert_eq!(bump(&mut probe, c0).await, 1);
+
+    let before = system.lookup(c1).unwrap();
+    assert_eq!(fail(c1, "stop it").await, Directive::Stop);
+    let gone = report_in(speech, &mut probe, "terminated").await;
+    assert_eq!((gone.from.as_str(), gone.value), (c1, before.incarnation));
+    assert!(system.lookup("/user/sup").is_some());
     system.shutdown().await.unwrap();
 }
