@@ -45,3 +45,12 @@ async fn python_timers_fire_on_time_and_stop_when_cancelled() {
 async fn a_python_supervise_hook_decides_by_the_error() {
     scenarios::supervise_decides_by_error("py_supervisor", Speech::Json).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_actor_is_upgraded_with_its_state_refused_by_a_bad_version_and_rolled_back() {
+    scenarios::upgrade_keeps_state_refuses_a_bad_version_and_rolls_back(
+        "py_versioned_v",
+        Speech::Json,
+    )
+    .await;
+}

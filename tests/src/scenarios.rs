@@ -4,9 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use mote_example_protocol::{Crash, Journal, JournalState, Report, Timer};
+use mote_example_protocol::{
+    Crash, Journal, JournalState, Report, Timer, Versioned, VersionedState,
+};
 use mote_guest::Message;
-use mote_host::{Directive, Probe};
+use mote_host::{Directive, Probe, SendError};
 
 use crate::*;
 
@@ -171,7 +173,11 @@ pub async fn supervise_decides_by_error(module: &str, speech: Speech) {
 
     assert_eq!(fail(c0, "do restart").await, Directive::Restart);
     assert_eq!(bump(&mut probe, c0).await, 1, "restarted afresh");
-    assert_eq!(fail(c0, "no idea").await, Directive::Restart, "the strategy's");
+    assert_eq!(
+        fail(c0, "no idea").await,
+        Directive::Restart,
+        "the strategy's"
+    );
     assert_eq!(bump(&mut probe, c0).await, 1);
 
     let before = system.lookup(c1).unwrap();
@@ -179,5 +185,87 @@ pub async fn supervise_decides_by_error(module: &str, speech: Speech) {
     let gone = report_in(speech, &mut probe, "terminated").await;
     assert_eq!((gone.from.as_str(), gone.value), (c1, before.incarnation));
     assert!(system.lookup("/user/sup").is_some());
+    system.shutdown().await.unwrap();
+}
+
+/// A system with the versioned counter's versions 1, 2 and the bad 3 deployed as module
+/// `versioned` (v1 current), from the example components `<prefix>1..3`.
+pub fn versioned_system(config: HostConfig, prefix: &str) -> ActorSystem {
+    let mut config = config;
+    config.module_cache(module_cache());
+    let system = ActorSystem::new(config).expect("system");
+    for v in ["1", "2", "3"] {
+        let path = mote_test_programs::path(&format!("{prefix}{v}")).expect("built");
+        system
+            .deploy_file_version("versioned", v, &path)
+            .expect("deploy");
+    }
+    system
+}
+
+/// Sends `Add { stream, n }` for n in `from..to`, waiting (not dropping) when the mailbox is
+/// full.
+pub async fn feed(
+    speech: Speech,
+    system: &ActorSystem,
+    path: &str,
+    stream: u32,
+    from: u32,
+    to: u32,
+) {
+    for n in from..to {
+        let body = speech.encode(&Versioned::Add { stream, n });
+        loop {
+            match system.tell(path, Versioned::KIND, body.clone()) {
+                Ok(()) => break,
+                Err(SendError::MailboxFull { .. }) => tokio::task::yield_now().await,
+                Err(e) => panic!("tell: {e}"),
+            }
+        }
+        if n % 256 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// The versioned counter (components `<prefix>1..3`) is upgraded from v1 to v2 with its state,
+/// refuses v3 (which fails in `migrate`) while v2 keeps its state and serving, and rolls back
+/// to v1 with the state.
+pub async fn upgrade_keeps_state_refuses_a_bad_version_and_rolls_back(
+    prefix: &str,
+    speech: Speech,
+) {
+    let system = versioned_system(HostConfig::new(), prefix);
+    let state = async |system: &ActorSystem| -> VersionedState {
+        speech.ask(system, "/user/c", &Versioned::Get).await
+    };
+    system.spawn("c", "versioned", b"").unwrap();
+    feed(speech, &system, "/user/c", 1, 0, 10).await;
+    let up = system.upgrade("/user/c", "2").await.unwrap();
+    assert_eq!(up.upgraded.len(), 1, "{up:?}");
+    assert!(up.upgraded[0].migrated);
+    feed(speech, &system, "/user/c", 1, 10, 20).await;
+    let s = state(&system).await;
+    assert_eq!((s.version, s.count, s.migrated_from.as_str()), (2, 20, "1"));
+    // v3 fails in migrate: the upgrade fails, v2 keeps its state and keeps serving.
+    let bad = system.upgrade("/user/c", "3").await.unwrap();
+    assert!(bad.upgraded.is_empty());
+    assert_eq!(bad.failed.len(), 1);
+    assert!(
+        bad.failed[0].1.contains("refused the state"),
+        "{:?}",
+        bad.failed
+    );
+    feed(speech, &system, "/user/c", 1, 20, 30).await;
+    let s = state(&system).await;
+    assert_eq!((s.version, s.count, s.out_of_order), (2, 30, 0));
+    // Roll back to v1: the state comes along.
+    let back = system.upgrade("/user/c", "1").await.unwrap();
+    assert_eq!(back.upgraded.len(), 1);
+    feed(speech, &system, "/user/c", 1, 30, 40).await;
+    let s = state(&system).await;
+    assert_eq!((s.version, s.count, s.out_of_order), (1, 40, 0));
+    assert_eq!(s.last, vec![(1, 39)]);
+    assert_eq!(s.sum, (0..40).sum::<u64>());
     system.shutdown().await.unwrap();
 }
