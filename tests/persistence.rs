@@ -130,34 +130,7 @@ async fn a_durable_timer_fires_after_a_host_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passivated_entity_reactivates_with_its_state() {
-    let dir = TempDir::new("entity");
-    let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
-    let options = EntityOptions {
-        passivate_after: Some(Duration::from_millis(100)),
-        ..EntityOptions::default()
-    };
-    system.register_entity("carts", "entity", options).unwrap();
-    tell(&system, "/user/carts/ann", &Entity::Add(5));
-    tell(&system, "/user/carts/ann", &Entity::Add(6));
-    let value: EntityValue = ask_as(&system, "/user/carts/ann", &Entity::Get).await;
-    assert_eq!(
-        (value.id.as_str(), value.total, value.activations),
-        ("ann", 11, 1)
-    );
-    let first = system
-        .lookup("/user/carts/ann")
-        .expect("live after a message");
-    wait_until(|| system.lookup("/user/carts/ann").is_none()).await;
-    terminated(&system, &first).await;
-    // Addressed by its old incarnation: an entity's identity is its path.
-    let body = mote_guest::encode(&Entity::Add(1)).unwrap();
-    let probe = system.probe("p").unwrap();
-    probe.tell("/user/carts/ann", "Entity", body).unwrap();
-    let value: EntityValue = ask_as(&system, "/user/carts/ann", &Entity::Get).await;
-    assert_eq!((value.total, value.activations), (12, 2));
-    let second = system.lookup("/user/carts/ann").unwrap();
-    assert_ne!(second.incarnation, first.incarnation);
-    system.shutdown().await.unwrap();
+    scenarios::a_passivated_entity_reactivates_with_its_state("entity", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -54,3 +54,8 @@ async fn a_python_actor_is_upgraded_with_its_state_refused_by_a_bad_version_and_
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passivated_python_entity_reactivates_with_its_state() {
+    scenarios::a_passivated_entity_reactivates_with_its_state("py_entity", Speech::Json).await;
+}

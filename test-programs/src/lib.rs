@@ -48,6 +48,7 @@ pub const NAMES: &[&str] = &[
     "py_versioned_v1",
     "py_versioned_v2",
     "py_versioned_v3",
+    "py_entity",
     "js_events",
     "c_counter",
     "clock",

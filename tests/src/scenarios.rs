@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use mote_example_protocol::{
-    Crash, Journal, JournalState, Report, Timer, Versioned, VersionedState,
+    Crash, Entity, EntityValue, Journal, JournalState, Report, Timer, Versioned, VersionedState,
 };
 use mote_guest::Message;
-use mote_host::{Directive, Probe, SendError};
+use mote_host::{Directive, EntityOptions, Probe, SendError};
 
 use crate::*;
 
@@ -267,5 +267,38 @@ pub async fn upgrade_keeps_state_refuses_a_bad_version_and_rolls_back(
     assert_eq!((s.version, s.count, s.out_of_order), (1, 40, 0));
     assert_eq!(s.last, vec![(1, 39)]);
     assert_eq!(s.sum, (0..40).sum::<u64>());
+    system.shutdown().await.unwrap();
+}
+
+/// An entity module (init: its id) registered under /user/carts with passivation after 100 ms:
+/// its total survives passivation, and the next message (to its path, from an old
+/// incarnation's point of view) activates a new incarnation with it.
+pub async fn a_passivated_entity_reactivates_with_its_state(module: &str, speech: Speech) {
+    let dir = TempDir::new("entity");
+    let system = system_configured(durable_config(&dir.join("mote.redb")), &[module]);
+    let options = EntityOptions {
+        passivate_after: Some(Duration::from_millis(100)),
+        ..EntityOptions::default()
+    };
+    system.register_entity("carts", module, options).unwrap();
+    speech.tell(&system, "/user/carts/ann", &Entity::Add(5));
+    speech.tell(&system, "/user/carts/ann", &Entity::Add(6));
+    let value: EntityValue = speech.ask(&system, "/user/carts/ann", &Entity::Get).await;
+    assert_eq!(
+        (value.id.as_str(), value.total, value.activations),
+        ("ann", 11, 1)
+    );
+    let first = system
+        .lookup("/user/carts/ann")
+        .expect("live after a message");
+    wait_until(|| system.lookup("/user/carts/ann").is_none()).await;
+    terminated(&system, &first).await;
+    // Addressed by its path: an entity's identity is its path, not an incarnation.
+    let probe = system.probe("p").unwrap();
+    speech.tell_from(&probe, "/user/carts/ann", &Entity::Add(1));
+    let value: EntityValue = speech.ask(&system, "/user/carts/ann", &Entity::Get).await;
+    assert_eq!((value.total, value.activations), (12, 2));
+    let second = system.lookup("/user/carts/ann").unwrap();
+    assert_ne!(second.incarnation, first.incarnation);
     system.shutdown().await.unwrap();
 }
