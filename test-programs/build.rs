@@ -110,7 +110,7 @@ mod python {
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .args(["-d"])
                 .arg(root.join("wit"))
-                .args(["-w", "actor-world", "componentize", module, "-p"])
+                .args(["-w", "upgradable-actor-world", "componentize", module, "-p"])
                 .arg(&sources)
                 .arg("-o")
                 .arg(&wasm)

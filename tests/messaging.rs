@@ -1,17 +1,11 @@
 //! Timers, pub/sub, dead-letter subscriptions, ask and groups, from actors and from outside.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mote_example_protocol::{Asking, Counter, Crash, PingPong, Report, Seq, Timer};
 use mote_guest::Message;
 use mote_host::{AskError, HostConfig};
 use mote_tests::*;
-
-/// Reports at the probe until one with `label` arrives, returning it and when it arrived.
-async fn timed(probe: &mut mote_host::Probe, label: &str) -> (Report, Instant) {
-    let r = report_labelled(probe, label).await;
-    (r, Instant::now())
-}
 
 /// Everything that arrives at the probe within `quiet`.
 async fn drain(probe: &mut mote_host::Probe, quiet: Duration) -> Vec<Report> {
@@ -26,67 +20,7 @@ async fn drain(probe: &mut mote_host::Probe, quiet: Duration) -> Vec<Report> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_shot_and_periodic_timers_fire_on_time_and_stop_when_cancelled() {
-    let system = system_with(&["ticker"]);
-    let mut probe = system.probe("p").unwrap();
-    system.spawn("t", "ticker", b"/system/p").unwrap();
-
-    let sent = Instant::now();
-    tell(
-        &system,
-        "/user/t",
-        &Timer::Once {
-            delay_ms: 100,
-            tag: 1,
-        },
-    );
-    let (r, at) = timed(&mut probe, "fired").await;
-    assert_eq!(r.value, 1);
-    let late = at.duration_since(sent);
-    assert!(late >= Duration::from_millis(100), "fired early: {late:?}");
-    assert!(
-        late < Duration::from_millis(2100),
-        "fired too late: {late:?}"
-    );
-
-    let sent = Instant::now();
-    tell(
-        &system,
-        "/user/t",
-        &Timer::Every {
-            period_ms: 50,
-            tag: 2,
-        },
-    );
-    for _ in 0..5 {
-        assert_eq!(report_labelled(&mut probe, "fired").await.value, 2);
-    }
-    assert!(
-        sent.elapsed() >= Duration::from_millis(250),
-        "5 periods took {:?}",
-        sent.elapsed()
-    );
-    tell(&system, "/user/t", &Timer::Cancel { tag: 2 });
-    assert_eq!(report_labelled(&mut probe, "cancelled").await.value, 1);
-    // At most one firing was already queued behind the cancel; then silence.
-    let after = drain(&mut probe, Duration::from_millis(300)).await;
-    assert!(
-        after.iter().filter(|r| r.label == "fired").count() <= 1,
-        "{after:?}"
-    );
-
-    tell(
-        &system,
-        "/user/t",
-        &Timer::Once {
-            delay_ms: 300,
-            tag: 3,
-        },
-    );
-    tell(&system, "/user/t", &Timer::Cancel { tag: 3 });
-    assert_eq!(report_labelled(&mut probe, "cancelled").await.value, 1);
-    let after = drain(&mut probe, Duration::from_millis(600)).await;
-    assert!(after.is_empty(), "a cancelled one-shot fired: {after:?}");
-    assert_eq!(system.pending_timers(), 0);
+    scenarios::timers_fire_on_time_and_stop_when_cancelled("ticker", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,33 +14,7 @@ async fn journal_state(system: &ActorSystem, path: &str) -> JournalState {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_and_events_recover_the_exact_state_after_a_host_restart() {
-    let dir = TempDir::new("restart");
-    let db = dir.join("mote.redb");
-    let values: Vec<u64> = (0..40).map(|i| (i * 7919) % 101).collect();
-    {
-        let system = system_configured(durable_config(&db), &["journal"]);
-        // A snapshot every 16 events: recovery = snapshot at 32 + replay of 33..=40.
-        system.spawn("j", "journal", b"16").unwrap();
-        for v in &values {
-            tell(&system, "/user/j", &Journal::Append(*v));
-        }
-        let state = journal_state(&system, "/user/j").await;
-        assert_eq!(state.values, values);
-        system.shutdown().await.unwrap();
-    }
-    let system = system_configured(durable_config(&db), &["journal"]);
-    system.spawn("j", "journal", b"16").unwrap();
-    let state = journal_state(&system, "/user/j").await;
-    assert_eq!(
-        state.values, values,
-        "snapshot + replay give the same values in order"
-    );
-    assert!(state.recovered_from_snapshot);
-    assert_eq!(
-        state.replayed, 8,
-        "only the events after the snapshot are replayed"
-    );
-    system.shutdown().await.unwrap();
+    scenarios::journal_recovers_after_a_host_restart("journal", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,34 +130,7 @@ async fn a_durable_timer_fires_after_a_host_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passivated_entity_reactivates_with_its_state() {
-    let dir = TempDir::new("entity");
-    let system = system_configured(durable_config(&dir.join("mote.redb")), &["entity"]);
-    let options = EntityOptions {
-        passivate_after: Some(Duration::from_millis(100)),
-        ..EntityOptions::default()
-    };
-    system.register_entity("carts", "entity", options).unwrap();
-    tell(&system, "/user/carts/ann", &Entity::Add(5));
-    tell(&system, "/user/carts/ann", &Entity::Add(6));
-    let value: EntityValue = ask_as(&system, "/user/carts/ann", &Entity::Get).await;
-    assert_eq!(
-        (value.id.as_str(), value.total, value.activations),
-        ("ann", 11, 1)
-    );
-    let first = system
-        .lookup("/user/carts/ann")
-        .expect("live after a message");
-    wait_until(|| system.lookup("/user/carts/ann").is_none()).await;
-    terminated(&system, &first).await;
-    // Addressed by its old incarnation: an entity's identity is its path.
-    let body = mote_guest::encode(&Entity::Add(1)).unwrap();
-    let probe = system.probe("p").unwrap();
-    probe.tell("/user/carts/ann", "Entity", body).unwrap();
-    let value: EntityValue = ask_as(&system, "/user/carts/ann", &Entity::Get).await;
-    assert_eq!((value.total, value.activations), (12, 2));
-    let second = system.lookup("/user/carts/ann").unwrap();
-    assert_ne!(second.incarnation, first.incarnation);
-    system.shutdown().await.unwrap();
+    scenarios::a_passivated_entity_reactivates_with_its_state("entity", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Actors in other languages on the same WIT contract: a Python actor (componentize-py, the
-//! `mote_actor` helper library) keeps state, answers queries, forwards messages, and its
+//! `mote` SDK) keeps state, answers queries, forwards messages, and its
 //! exceptions are supervised failures like a Rust actor's.
 
 use mote_host::{Directive, Envelope};

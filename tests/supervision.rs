@@ -242,6 +242,11 @@ async fn a_spinning_actor_is_preempted_and_others_keep_working() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervise_hook_decides_by_the_error() {
+    scenarios::supervise_decides_by_error("supervisor", Speech::Postcard).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_keeps_state() {
     let system = supervised(HostConfig::new(), "one resume", 1);
     let mut probe = system.probe("p").unwrap();

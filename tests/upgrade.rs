@@ -3,20 +3,12 @@
 //! refused upgrades that keep the old version serving, rollback, and rolling upgrades.
 
 use mote_example_protocol::{Counter, Versioned, VersionedState};
-use mote_guest::Message;
-use mote_host::{ActorSystem, HostConfig, ModuleError, SendError, UpgradeOptions};
+use mote_host::{ActorSystem, HostConfig, ModuleError, UpgradeOptions};
 use mote_tests::*;
 
 /// A system with `versioned` v1, v2 and the bad v3 deployed (v1 current).
 fn versioned_system(config: HostConfig) -> ActorSystem {
-    let system = ActorSystem::new(config).expect("system");
-    for v in ["1", "2", "3"] {
-        let path = mote_test_programs::path(&format!("versioned_v{v}")).expect("built");
-        system
-            .deploy_file_version("versioned", v, &path)
-            .expect("deploy");
-    }
-    system
+    scenarios::versioned_system(config, "versioned_v")
 }
 
 async fn state(system: &ActorSystem, path: &str) -> VersionedState {
@@ -25,19 +17,7 @@ async fn state(system: &ActorSystem, path: &str) -> VersionedState {
 
 /// Sends `Add { stream, n }` for n in `from..to`, waiting (not dropping) when the mailbox is full.
 async fn feed(system: &ActorSystem, path: &str, stream: u32, from: u32, to: u32) {
-    for n in from..to {
-        let body = mote_guest::encode(&Versioned::Add { stream, n }).unwrap();
-        loop {
-            match system.tell(path, Versioned::KIND, body.clone()) {
-                Ok(()) => break,
-                Err(SendError::MailboxFull { .. }) => tokio::task::yield_now().await,
-                Err(e) => panic!("tell: {e}"),
-            }
-        }
-        if n % 256 == 0 {
-            tokio::task::yield_now().await;
-        }
-    }
+    scenarios::feed(Speech::Postcard, system, path, stream, from, to).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,32 +64,11 @@ async fn an_upgrade_under_a_stream_of_messages_keeps_state_and_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_that_traps_in_migrate_is_refused_and_the_old_one_keeps_serving_then_rolls_back()
 {
-    let system = versioned_system(HostConfig::new());
-    system.spawn("c", "versioned", b"").unwrap();
-    feed(&system, "/user/c", 1, 0, 10).await;
-    let up = system.upgrade("/user/c", "2").await.unwrap();
-    assert_eq!(up.upgraded.len(), 1);
-    feed(&system, "/user/c", 1, 10, 20).await;
-    // v3 traps in migrate: the upgrade fails, v2 keeps its state and keeps serving.
-    let bad = system.upgrade("/user/c", "3").await.unwrap();
-    assert!(bad.upgraded.is_empty());
-    assert_eq!(bad.failed.len(), 1);
-    assert!(
-        bad.failed[0].1.contains("refused the state"),
-        "{:?}",
-        bad.failed
-    );
-    feed(&system, "/user/c", 1, 20, 30).await;
-    let s = state(&system, "/user/c").await;
-    assert_eq!((s.version, s.count, s.out_of_order), (2, 30, 0));
-    // Roll back to v1: the state comes along.
-    let back = system.upgrade("/user/c", "1").await.unwrap();
-    assert_eq!(back.upgraded.len(), 1);
-    feed(&system, "/user/c", 1, 30, 40).await;
-    let s = state(&system, "/user/c").await;
-    assert_eq!((s.version, s.count, s.out_of_order), (1, 40, 0));
-    assert_eq!(s.last, vec![(1, 39)]);
-    system.shutdown().await.unwrap();
+    scenarios::upgrade_keeps_state_refuses_a_bad_version_and_rolls_back(
+        "versioned_v",
+        Speech::Postcard,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

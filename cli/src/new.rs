@@ -47,8 +47,24 @@ const RUST: &[File] = &[
 const PYTHON: &[File] = &[
     ("app.py", include_str!("../templates/python/app.py.tmpl")),
     (
-        "mote_actor.py",
-        include_str!("../../example-actors/python/mote_actor.py"),
+        "mote/__init__.py",
+        include_str!("../../example-actors/python/mote/__init__.py"),
+    ),
+    (
+        "mote/_wit.py",
+        include_str!("../../example-actors/python/mote/_wit.py"),
+    ),
+    (
+        "mote/actor.py",
+        include_str!("../../example-actors/python/mote/actor.py"),
+    ),
+    (
+        "mote/codec.py",
+        include_str!("../../example-actors/python/mote/codec.py"),
+    ),
+    (
+        "mote/context.py",
+        include_str!("../../example-actors/python/mote/context.py"),
     ),
     ("wit/actor.wit", include_str!("../../wit/actor.wit")),
     (

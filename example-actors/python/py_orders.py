@@ -1,5 +1,5 @@
-"""A stateful Python actor: keeps order totals per customer, answers queries, and forwards each
-order (with the customer's running total) to the path given as init, if any.
+"""A stateful Python actor on the `mote` SDK: keeps order totals per customer, answers queries,
+and forwards each order (with the customer's running total) to the path given as init, if any.
 
 Messages (JSON bodies):
 - `order` {"id", "customer", "amount"}: counted, forwarded as `order` with "total" added.
@@ -7,31 +7,39 @@ Messages (JSON bodies):
 - `fail`: raises (a supervised failure, like a Rust trap).
 """
 
-import mote_actor
+from dataclasses import dataclass
+
+import mote
 
 
-class Orders(mote_actor.Actor):
+@mote.message("order")
+@dataclass
+class Order:
+    id: int
+    customer: str
+    amount: int
+
+
+class Orders(mote.Actor):
     def start(self, ctx, init):
         self.next = init.decode().strip() or None
         self.count = 0
         self.totals = {}
-        cause = ctx.restart_cause()
-        ctx.log(f"py_orders started (restart cause: {cause})")
+        ctx.info(f"py_orders started (restart cause: {ctx.restart_cause()})")
 
-    def receive(self, ctx, msg):
-        if msg.kind == "order":
-            order = msg.value
-            customer = order["customer"]
+    def receive(self, ctx, env):
+        if env.kind == "order":
+            order = env.decode(Order)
             self.count += 1
-            self.totals[customer] = self.totals.get(customer, 0) + order["amount"]
+            self.totals[order.customer] = self.totals.get(order.customer, 0) + order.amount
             if self.next:
-                ctx.tell(self.next, "order", dict(order, total=self.totals[customer]))
-        elif msg.kind == "totals":
+                ctx.tell(self.next, "order", dict(env.value, total=self.totals[order.customer]))
+        elif env.kind == "totals":
             ctx.reply("totals", {"count": self.count, "totals": self.totals})
-        elif msg.kind == "fail":
+        elif env.kind == "fail":
             raise RuntimeError("py_orders was asked to fail")
         else:
-            ctx.log(f"unhandled {msg!r}", "warn")
+            ctx.warn(f"unhandled {env!r}")
 
 
-Actor = mote_actor.export(Orders)
+Actor, Supervisor, Upgrade = mote.export(Orders)

@@ -2,6 +2,7 @@
 //! and waiting for reports with a deadline (never a sleep).
 
 pub mod collector;
+pub mod scenarios;
 /// The nats-server the cluster tests run (its own crate, so the host's unit tests can use it).
 pub use mote_nats_server as nats;
 
@@ -230,4 +231,66 @@ pub fn keep_asking(
 pub fn p99(latencies: &mut [Duration]) -> Duration {
     latencies.sort();
     latencies[(latencies.len() * 99).div_ceil(100) - 1]
+}
+
+/// How a test speaks to an example actor: the same protocol types (same kinds), in the Rust
+/// SDK's postcard or in JSON, as the actors of other languages read them (serde's JSON: a
+/// struct is an object, an enum variant `{"Append":5}` or `"Query"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Speech {
+    /// postcard, as Rust actors speak the example protocol.
+    Postcard,
+    /// UTF-8 JSON, as the Python actors speak it.
+    Json,
+}
+
+impl Speech {
+    /// The body of `msg` in this speech.
+    pub fn encode<M: Message>(self, msg: &M) -> Vec<u8> {
+        match self {
+            Speech::Postcard => mote_guest::encode(msg).expect("encode"),
+            Speech::Json => serde_json::to_vec(msg).expect("encode as JSON"),
+        }
+    }
+
+    /// `envelope` read as `M` in this speech, or a panic naming what came instead.
+    pub fn decode<M: Message>(self, envelope: &Envelope) -> M {
+        assert_eq!(envelope.kind, M::KIND, "unexpected message {envelope:?}");
+        match self {
+            Speech::Postcard => mote_guest::decode(&envelope.kind, &envelope.body)
+                .unwrap_or_else(|e| panic!("unexpected message {:?}: {e}", envelope.kind)),
+            Speech::Json => serde_json::from_slice(&envelope.body).unwrap_or_else(|e| {
+                panic!(
+                    "unexpected {} body {:?}: {e}",
+                    envelope.kind,
+                    String::from_utf8_lossy(&envelope.body)
+                )
+            }),
+        }
+    }
+
+    /// Sends `msg` from outside.
+    pub fn tell<M: Message>(self, system: &ActorSystem, to: &str, msg: &M) {
+        system.tell(to, M::KIND, self.encode(msg)).expect("tell");
+    }
+
+    /// Sends `msg` from a probe, so the receiver can reply to it.
+    pub fn tell_from<M: Message>(self, probe: &Probe, to: &str, msg: &M) {
+        probe.tell(to, M::KIND, self.encode(msg)).expect("tell");
+    }
+
+    /// Asks `to` and decodes the reply, or panics after [`DEADLINE`].
+    pub async fn ask<M: Message, R: Message>(self, system: &ActorSystem, to: &str, msg: &M) -> R {
+        let reply = system
+            .ask(to, M::KIND, self.encode(msg), DEADLINE)
+            .await
+            .unwrap_or_else(|e| panic!("ask {to}: {e}"));
+        self.decode(&reply)
+    }
+
+    /// The next message at the probe, decoded as `M`.
+    pub async fn next<M: Message>(self, probe: &mut Probe) -> M {
+        let envelope = next(probe).await;
+        self.decode(&envelope)
+    }
 }

@@ -1,0 +1,458 @@
+"""Unit tests of the `mote` SDK in CPython, against the fake host of `fake_wit`: encoding,
+dispatch, behaviours and the stash, recovery, asks, supervision and upgrades."""
+
+import json
+import unittest
+from dataclasses import dataclass
+
+import fake_wit
+
+fake_wit.install()
+
+import mote  # noqa: E402  (after the fake bindings are installed)
+from componentize_py_types import Err  # noqa: E402
+
+msg = fake_wit.message
+
+
+@mote.message("order")
+@dataclass
+class Order:
+    customer: str
+    amount: int
+
+
+@mote.message
+@dataclass
+class Ping:
+    n: int
+
+
+def runtime(cls, init=b""):
+    """A started runtime of `cls` on a fresh fake host."""
+    host = fake_wit.reset()
+    rt = mote.Runtime(cls)
+    rt.start(init)
+    return rt, host
+
+
+def sent(host, name="tell_path"):
+    """(to, kind, JSON value) of each recorded send."""
+    out = []
+    for args in host.named(name):
+        to = args[0].path if hasattr(args[0], "path") else args[0]
+        out.append((to, args[1], json.loads(args[2]) if args[2] else None))
+    return out
+
+
+class Encoding(unittest.TestCase):
+    def test_values_are_compact_json_and_bytes_go_as_they_are(self):
+        self.assertEqual(mote.encode({"a": [1, 2]}), b'{"a":[1,2]}')
+        self.assertEqual(mote.encode(b"\x00raw"), b"\x00raw")
+        self.assertEqual(mote.encode(None), b"")
+        self.assertEqual(mote.decode(b""), None)
+
+    def test_a_typed_message_has_its_kind_and_the_json_of_its_fields(self):
+        self.assertEqual(mote.kind_of(Order), "order")
+        self.assertEqual(mote.kind_of(Ping(1)), "Ping")
+        self.assertEqual(mote.encode(Order("ann", 5)), b'{"customer":"ann","amount":5}')
+        self.assertEqual(mote.decode_as(Order, b'{"amount":5,"customer":"ann"}'),
+                         Order("ann", 5))
+
+    def test_bodies_that_do_not_decode_are_malformed(self):
+        for body in [b"{not json", b'{"customer":"ann"}', b"[1]", b'\xff']:
+            with self.subTest(body=body), self.assertRaises(mote.Malformed):
+                mote.decode_as(Order, body)
+
+    def test_another_encoding_is_a_codec(self):
+        class Csv(mote.Codec):
+            def encode(self, obj):
+                return f"{obj.customer},{obj.amount}".encode()
+
+            def decode(self, cls, body):
+                customer, amount = body.decode().split(",")
+                return cls(customer, int(amount))
+
+        @mote.message("csv-order", codec=Csv())
+        @dataclass
+        class CsvOrder:
+            customer: str
+            amount: int
+
+        self.assertEqual(mote.encode(CsvOrder("bob", 7)), b"bob,7")
+        self.assertEqual(mote.decode_as(CsvOrder, b"bob,7"), CsvOrder("bob", 7))
+
+    def test_rust_enum_variants_split_into_name_and_payload(self):
+        self.assertEqual(mote.variant("Query"), ("Query", None))
+        self.assertEqual(mote.variant({"Append": 5}), ("Append", 5))
+        with self.assertRaises(mote.Malformed):
+            mote.variant({"A": 1, "B": 2})
+
+    def test_dead_letters_decode_their_three_fields(self):
+        body = bytes([8]) + b"/user/no" + bytes([5]) + b"order" + bytes([7]) + b'{"x":1}'
+        letter = mote.DeadLetter.decode(None, body)
+        self.assertEqual((letter.target, letter.kind, letter.body),
+                         ("/user/no", "order", b'{"x":1}'))
+        with self.assertRaises(mote.Malformed):
+            mote.DeadLetter.decode(None, bytes([200]))
+
+
+class Orders(mote.Actor):
+    messages = [Order]
+
+    def start(self, ctx, init):
+        self.totals = {}
+        self.unhandled_kinds = []
+
+    def receive(self, ctx, order):
+        self.totals[order.customer] = self.totals.get(order.customer, 0) + order.amount
+        ctx.reply("total", self.totals[order.customer])
+
+    def unhandled(self, ctx, env):
+        self.unhandled_kinds.append(env.kind)
+
+
+class Dispatch(unittest.TestCase):
+    def test_a_declared_kind_reaches_receive_decoded_and_reply_answers_its_sender(self):
+        rt, host = runtime(Orders)
+        rt.receive(msg("order", b'{"customer":"ann","amount":5}', "/system/p"))
+        rt.receive(msg("order", b'{"customer":"ann","amount":2}', "/system/p"))
+        self.assertEqual(rt.actor.totals, {"ann": 7})
+        self.assertEqual(sent(host, "tell"), [("/system/p", "total", 5),
+                                              ("/system/p", "total", 7)])
+
+    def test_other_kinds_go_to_unhandled(self):
+        rt, _ = runtime(Orders)
+        rt.receive(msg("refund", b"{}"))
+        self.assertEqual(rt.actor.unhandled_kinds, ["refund"])
+
+    def test_a_malformed_body_is_rejected_not_a_failure(self):
+        rt, host = runtime(Orders)
+        rt.receive(msg("order", b'{"customer":"ann"}'))
+        (reason,), = host.named("reject")
+        self.assertIn("malformed `order` body", reason)
+        self.assertEqual(rt.actor.totals, {})
+
+    def test_an_exception_is_the_actors_failure_with_its_type_and_text(self):
+        class Fails(mote.Actor):
+            def receive(self, ctx, env):
+                raise ValueError("no " + env.kind)
+
+        rt, host = runtime(Fails)
+        with self.assertRaises(Err) as raised:
+            rt.receive(msg("thing"))
+        self.assertTrue(raised.exception.value.startswith("ValueError: no thing"))
+        self.assertEqual(host.named("reject"), [])
+
+    def test_without_declared_messages_receive_gets_envelopes(self):
+        class Any(mote.Actor):
+            def start(self, ctx, init):
+                self.seen = []
+
+            def receive(self, ctx, env):
+                self.seen.append((env.kind, env.value, env.sender.path))
+
+        rt, _ = runtime(Any)
+        rt.receive(msg("x", b"[1,2]", "/user/a"))
+        self.assertEqual(rt.actor.seen, [("x", [1, 2], "/user/a")])
+
+    def test_host_messages_reach_their_hooks(self):
+        class Watcher(mote.Actor):
+            def start(self, ctx, init):
+                self.events = []
+
+            def terminated(self, ctx, who):
+                self.events.append(("terminated", who.path))
+
+            def dead_letter(self, ctx, letter):
+                self.events.append(("dead", letter.target))
+
+        rt, _ = runtime(Watcher)
+        rt.receive(msg(mote.TERMINATED, b"", "/user/child"))
+        rt.receive(msg(mote.DEAD_LETTER, bytes([2]) + b"/x" + bytes([1]) + b"k" + bytes([0])))
+        self.assertEqual(rt.actor.events, [("terminated", "/user/child"), ("dead", "/x")])
+
+    def test_sends_take_typed_messages_or_a_kind_and_a_value(self):
+        class Sender(mote.Actor):
+            def start(self, ctx, init):
+                ctx.tell("/user/a", Order("ann", 1))
+                ctx.tell("/user/b", "note", {"k": 1})
+                ctx.tell(mote.Address("/user/c", 3), Ping(2))
+                ctx.publish("news", "headline", "hi")
+
+        _, host = runtime(Sender)
+        self.assertEqual(sent(host), [("/user/a", "order", {"customer": "ann", "amount": 1}),
+                                      ("/user/b", "note", {"k": 1})])
+        self.assertEqual(sent(host, "tell"), [("/user/c", "Ping", {"n": 2})])
+        self.assertEqual(sent(host, "publish"), [("news", "headline", "hi")])
+
+    def test_a_refused_call_raises_mote_error_naming_the_variant(self):
+        class Sender(mote.Actor):
+            def start(self, ctx, init):
+                self.error = None
+                try:
+                    ctx.tell("/user/a", "x")
+                except mote.Error as e:
+                    self.error = str(e)
+
+        fake_wit.reset().refuse.add("tell_path")
+        rt = mote.Runtime(Sender)
+        fake_wit.HOST.refuse.add("tell_path")
+        rt.start(b"")
+        self.assertEqual(rt.actor.error, "tell /user/a: Quota(asks)")
+
+
+class Door(mote.Actor):
+    """Closed: stashes orders. `open` becomes `opened`, which handles them; `close` returns."""
+
+    def start(self, ctx, init):
+        self.handled = []
+
+    def receive(self, ctx, env):
+        if env.kind == "open":
+            ctx.become_(Door.opened)
+            ctx.unstash_all()
+        else:
+            ctx.stash()
+
+    def opened(self, ctx, env):
+        if env.kind == "close":
+            ctx.unbecome()
+        else:
+            self.handled.append(env.kind)
+
+
+class Behaviours(unittest.TestCase):
+    def test_become_switches_the_handler_and_unbecome_returns(self):
+        rt, host = runtime(Door)
+        rt.receive(msg("a"))
+        self.assertEqual(len(host.named("stash")), 1)
+        rt.receive(msg("open"))
+        self.assertEqual(len(host.named("unstash_all")), 1)
+        rt.receive(msg("a"))
+        self.assertEqual(rt.actor.handled, ["a"])
+        rt.receive(msg("close"))
+        rt.receive(msg("b"))
+        self.assertEqual(rt.actor.handled, ["a"])
+        self.assertEqual(len(host.named("stash")), 2)
+
+    def test_a_failed_hook_changes_nothing(self):
+        class Flaky(Door):
+            def receive(self, ctx, env):
+                ctx.become_(Door.opened)
+                ctx.stash()
+                raise RuntimeError("after asking")
+
+        rt, host = runtime(Flaky)
+        with self.assertRaises(Err):
+            rt.receive(msg("open"))
+        self.assertEqual(rt.behaviors, [])
+        self.assertEqual(host.named("stash"), [])
+
+    def test_a_full_stash_rejects_the_message(self):
+        rt, host = runtime(Door)
+        host.stash_full = True
+        rt.receive(msg("a"))
+        (reason,), = host.named("reject")
+        self.assertIn("cannot stash", reason)
+
+    def test_stash_outside_a_message_is_ignored(self):
+        class Early(mote.Actor):
+            def start(self, ctx, init):
+                ctx.stash()
+
+        _, host = runtime(Early)
+        self.assertEqual(host.named("stash"), [])
+        self.assertIn("stash ignored", host.named("log")[0][1])
+
+    def test_take_returns_a_stashed_envelope(self):
+        rt, host = runtime(Door)
+        host.stash.append(fake_wit.message("b", b"2", "/user/x"))
+        env = rt.ctx.take("b")
+        self.assertEqual((env.kind, env.value, env.sender.path), ("b", 2, "/user/x"))
+        self.assertIsNone(rt.ctx.take("b"))
+
+
+class Journal(mote.Actor):
+    def start(self, ctx, init):
+        recovery = ctx.recover()
+        self.from_snapshot = recovery.snapshot is not None
+        self.values = recovery.fold(list, lambda values, v: values.append(v))
+        self.last_seq = recovery.last_seq
+
+    def receive(self, ctx, env):
+        seq = ctx.persist(env.value)
+        self.values.append(env.value)
+        if seq % 3 == 0:
+            ctx.save_snapshot(self.values)
+
+
+class Persistence(unittest.TestCase):
+    def test_recover_folds_the_snapshot_and_the_events_after_it(self):
+        rt, host = runtime(Journal)
+        for v in range(1, 8):
+            rt.receive(msg("append", str(v)))
+        # A new incarnation on the same journal: snapshot at 6, then event 7.
+        again = mote.Runtime(Journal)
+        host.calls.clear()
+        again.start(b"")
+        self.assertEqual(again.actor.values, [1, 2, 3, 4, 5, 6, 7])
+        self.assertTrue(again.actor.from_snapshot)
+        self.assertEqual(again.actor.last_seq, 7)
+        self.assertEqual(host.named("replay"), [(6, mote.REPLAY_PAGE)])
+
+    def test_events_are_read_page_by_page(self):
+        host = fake_wit.reset()
+        host.events = [fake_wit.Event(i, str(i).encode()) for i in range(1, 2050)]
+        rt = mote.Runtime(Journal)
+        rt.start(b"")
+        self.assertEqual(rt.actor.values, list(range(1, 2050)))
+        self.assertEqual([a[0] for a in host.named("replay")], [0, 1024, 2048])
+
+    def test_typed_snapshots_and_events(self):
+        host = fake_wit.reset()
+        host.snapshot = fake_wit.Snapshot(1, b'{"n":4}')
+        host.events = [fake_wit.Event(2, b'{"n":5}')]
+        rec = mote.Runtime(Journal).ctx.recover(snapshot=Ping, event=Ping)
+        self.assertEqual(rec.snapshot, Ping(4))
+        self.assertEqual(list(rec.events), [(2, Ping(5))])
+
+    def test_persisting_before_recover_is_an_error(self):
+        class Eager(mote.Actor):
+            def start(self, ctx, init):
+                ctx.persist(1)
+
+        with self.assertRaises(Err) as raised:
+            runtime(Eager)
+        self.assertIn("persist: NotRecovered", raised.exception.value)
+
+    def test_reminders_carry_kind_and_body(self):
+        class Reminding(mote.Actor):
+            def start(self, ctx, init):
+                ctx.recover()
+                self.id = ctx.remind("wake", 100, value={"n": 1})
+
+        rt, host = runtime(Reminding)
+        self.assertEqual(host.named("remind"), [("wake", b'{"n":1}', 100, None)])
+        self.assertTrue(rt.ctx.cancel_reminder(rt.actor.id))
+
+
+class Asks(unittest.TestCase):
+    def test_answered_and_ask_timeout_receive_the_ask_id(self):
+        class Asker(mote.Actor):
+            def start(self, ctx, init):
+                self.id = ctx.ask("/user/b", "q", {"x": 1}, timeout_ms=50)
+                self.events = []
+
+            def answered(self, ctx, ask_id, reply):
+                self.events.append(("answered", ask_id, reply.kind, reply.value))
+
+            def ask_timeout(self, ctx, ask_id):
+                self.events.append(("timeout", ask_id))
+
+        rt, host = runtime(Asker)
+        (to, kind, body, timeout), = host.named("ask")
+        self.assertEqual((to.path, to.incarnation, kind, body, timeout),
+                         ("/user/b", 0, "q", b'{"x":1}', 50))
+        ask = rt.actor.id
+        rt.receive(msg("a", b"42", mote.Address(f"/system/ask/{ask}", ask)))
+        rt.receive(msg(mote.ASK_TIMEOUT, b"", mote.Address("/system/ask/9", 9)))
+        self.assertEqual(rt.actor.events, [("answered", ask, "a", 42), ("timeout", 9)])
+
+    def test_by_default_a_reply_is_handled_as_a_message(self):
+        rt, _ = runtime(Orders)
+        rt.receive(msg("order", b'{"customer":"cy","amount":3}', mote.Address("/system/ask/4", 4)))
+        self.assertEqual(rt.actor.totals, {"cy": 3})
+
+
+class Supervision(unittest.TestCase):
+    def test_supervise_decides_from_the_failure_and_none_defers(self):
+        class Parent(mote.Actor):
+            def start(self, ctx, init):
+                ctx.set_strategy(mote.Strategy.one_for_one(mote.Directive.STOP).restarts(2, 50))
+                self.child = ctx.spawn("c", "worker", "hello")
+                ctx.watch(self.child)
+
+            def supervise(self, ctx, child, failure):
+                if "resume" in failure.error:
+                    return mote.Directive.RESUME
+                if failure.name == "trap":
+                    raise RuntimeError("a bug in supervise")
+                return None
+
+        rt, host = runtime(Parent)
+        (strategy,), = host.named("set_strategy")
+        self.assertEqual((strategy.directive, strategy.max_restarts, strategy.within_ms),
+                         (mote.Directive.STOP, 2, 50))
+        self.assertEqual(host.named("spawn")[0][1:], ("worker", b"hello"))
+        self.assertEqual(host.named("watch"), [(rt.actor.child,)])
+        child, error = rt.actor.child, mote.FailureKind.ERROR
+        self.assertEqual(rt.supervise(child, error, "please resume"), mote.Directive.RESUME)
+        self.assertIsNone(rt.supervise(child, error, "other"))
+        # An exception in supervise defers to the strategy (and is logged).
+        self.assertIsNone(rt.supervise(child, mote.FailureKind.TRAP, "boom"))
+        self.assertIn("supervise failed", host.named("log")[-1][1])
+
+    def test_stopping_gets_the_reason_by_name(self):
+        class Stops(mote.Actor):
+            def stopping(self, ctx, reason):
+                self.reason = reason
+
+        rt, _ = runtime(Stops)
+        rt.stopping(fake_wit.StopReason_Shutdown())
+        self.assertEqual(rt.actor.reason, "shutdown")
+
+
+class Counter(mote.Actor):
+    def start(self, ctx, init):
+        self.count = 0
+        self.migrated_from = None
+
+    def receive(self, ctx, env):
+        self.count += 1
+
+    def save_state(self):
+        return mote.state({"count": self.count})
+
+    def migrate(self, ctx, from_version, saved):
+        if from_version == "0":
+            raise ValueError("too old")
+        self.count = mote.from_state(saved)["count"]
+        self.migrated_from = from_version
+
+
+class Upgrades(unittest.TestCase):
+    def test_state_carries_over_to_migrate(self):
+        old, _ = runtime(Counter)
+        old.receive(msg("x"))
+        old.receive(msg("x"))
+        saved = old.save_state()
+        new = mote.Runtime(Counter)
+        new.migrate("1", saved)
+        self.assertEqual((new.actor.count, new.actor.migrated_from), (2, "1"))
+
+    def test_a_refused_migration_is_an_error(self):
+        with self.assertRaises(Err) as raised:
+            mote.Runtime(Counter).migrate("0", b"{}")
+        self.assertIn("ValueError: too old", raised.exception.value)
+
+    def test_by_default_no_state_is_saved_and_none_is_accepted(self):
+        rt, _ = runtime(mote.Actor)
+        self.assertIsNone(rt.save_state())
+        with self.assertRaises(Err):
+            mote.Runtime(mote.Actor).migrate("1", b"")
+
+
+class Exports(unittest.TestCase):
+    def test_export_gives_the_three_classes_componentize_py_looks_for(self):
+        fake_wit.reset()
+        actor, supervisor, upgrade = mote.export(Counter)
+        actor().start(b"")
+        actor().receive(msg("x"))
+        self.assertEqual(upgrade().save_state(), b'{"count":1}')
+        self.assertIsNone(supervisor().supervise(mote.Address("/c", 1),
+                                                 mote.FailureKind.TRAP, "x"))
+
+
+if __name__ == "__main__":
+    unittest.main()
