@@ -73,6 +73,10 @@ typedef mote_actor_types_failure_kind_t mote_failure_kind_t;
 mote_directive_t mote_supervise(const mote_address_t *child, mote_failure_kind_t kind,
                                 const char *error);
 
+/* A behaviour: handles messages instead of `mote_receive` while it is on top of the stack
+ * (`mote_become`), with the same contract. */
+typedef const char *(*mote_behavior_fn)(const mote_msg_t *msg);
+
 /* Hot swap. `mote_save_state` returns the state to carry to the new version (a buffer from
  * malloc, which the SDK frees) or false to start it afresh; `mote_migrate` runs on the new
  * version instead of `mote_start`. */
@@ -92,7 +96,7 @@ const char *mote_last_error(void);
 
 /* ---- Addresses and messages ---- */
 
-/* Frees an address the SDK returned (mote_myself, mote_parent, mote_spawn). */
+/* Frees an address the SDK returned (mote_myself, mote_parent, mote_spawn*, mote_resolve). */
 void mote_address_free(mote_address_t *address);
 mote_address_t mote_myself(void);
 bool mote_parent(mote_address_t *out);
@@ -107,21 +111,129 @@ bool mote_tell(const mote_address_t *to, const char *kind, const void *body, siz
 bool mote_tell_path(const char *path, const char *kind, const void *body, size_t len);
 /* Answers the sender of the message being handled (an ask too); refused without one. */
 bool mote_reply(const char *kind, const void *body, size_t len);
-/* Passes the message on to `path` with its original sender. */
+/* Passes the message on to `to` (or `path`) with its original sender. */
+bool mote_forward(const mote_address_t *to, const char *kind, const void *body, size_t len);
 bool mote_forward_path(const char *path, const char *kind, const void *body, size_t len);
+/* Like `mote_tell`/`mote_tell_path`, on the receiver's urgent lane (served first). */
+bool mote_tell_urgent(const mote_address_t *to, const char *kind, const void *body, size_t len);
+bool mote_tell_urgent_path(const char *path, const char *kind, const void *body, size_t len);
 /* Inside `mote_receive`: the message becomes a dead letter with this reason. */
 void mote_reject(const char *reason);
+
+/* ---- Asks ---- */
+
+/* The kind of the message that says an ask got no reply in time. */
+#define MOTE_ASK_TIMEOUT "mote.ask-timeout"
+/* The path prefix of the sender of an ask's request, reply and timeout: `/system/ask/<id>`. */
+#define MOTE_ASK_PREFIX "/system/ask/"
+
+/* Asks the actor at the absolute `path` (`id` gets the ask id); its reply, or else a timeout
+ * after `timeout_ms`, comes back later as a message: see the two functions below. */
+bool mote_ask(const char *path, const char *kind, const void *body, size_t len,
+              uint64_t timeout_ms, uint64_t *id);
+/* True when `msg` comes from an ask endpoint and is not a timeout: the reply to the ask `id`.
+ * A request asked of this actor has such a sender too (whose reply goes back to the asker):
+ * an actor that asks and answers tells them apart by the ids `mote_ask` gave it. */
+bool mote_is_answer(const mote_msg_t *msg, uint64_t *id);
+/* True when `msg` says the ask `id` got no reply within its deadline. */
+bool mote_is_ask_timeout(const mote_msg_t *msg, uint64_t *id);
+
+/* ---- Topics and groups ---- */
+
+/* Receives every message published to `topic` from now on, until `mote_unsubscribe`. */
+bool mote_subscribe(const char *topic);
+void mote_unsubscribe(const char *topic);
+/* Sends to every subscriber of `topic` (`reached` gets how many; may be NULL). */
+bool mote_publish(const char *topic, const char *kind, const void *body, size_t len,
+                  uint32_t *reached);
+/* Joins (leaves) the named group. */
+bool mote_join(const char *group);
+void mote_leave(const char *group);
+/* Sends to the member of `group` with the shortest mailbox (`delivered`: false if empty). */
+bool mote_tell_group(const char *group, const char *kind, const void *body, size_t len,
+                     bool *delivered);
+/* Sends to every member of `group` (`reached` gets how many; may be NULL). */
+bool mote_broadcast_group(const char *group, const char *kind, const void *body, size_t len,
+                          uint32_t *reached);
+
+/* ---- Behaviours and the stash: requests applied when the hook returns NULL ----
+ *
+ * As in the Rust and Python SDKs, `mote_become`, `mote_unbecome`, `mote_stash` and
+ * `mote_unstash_all` take effect, in call order, once the hook (start, receive, a behaviour,
+ * migrate or supervise) returns NULL: a hook that fails changes neither the behaviours nor the
+ * stash. So the next message, not the current one, meets the new behaviour. */
+
+/* Pushes `behavior`: the next messages go to it instead of `mote_receive`. */
+void mote_become(mote_behavior_fn behavior);
+/* Pops the top behaviour (back to the one below, or `mote_receive`); none: does nothing. */
+void mote_unbecome(void);
+/* Sets the message being handled aside, with its sender, for `mote_unstash_all`. Outside a
+ * message it is ignored with a warning; past the stash quota the message is rejected. */
+void mote_stash(void);
+/* Has every stashed message handled again, in order, before any message still queued. */
+void mote_unstash_all(void);
+/* How many messages are stashed (unstashed ones not yet handled included). */
+uint32_t mote_stashed(void);
+/* A copy of the oldest stashed message of `kind` (any kind for NULL), left in the stash; NULL
+ * if there is none. Free it with `mote_msg_free`. Each call scans the stash. */
+mote_msg_t *mote_peek(const char *kind);
+/* Takes the oldest stashed message of `kind` (any kind for NULL) out of the stash, at once:
+ * this hook handles it too (a durable one is acknowledged with this hook's step; if the hook
+ * fails, it is dropped with the hook's own message). NULL if there is none; free it with
+ * `mote_msg_free`. `mote_reply` still answers the sender of the message being handled. */
+mote_msg_t *mote_take(const char *kind);
+/* Frees a message from `mote_peek` or `mote_take` (never one a hook was handed). */
+void mote_msg_free(mote_msg_t *msg);
+
+/* ---- Lookup and the clock ---- */
+
+/* The live actor at `path` (absolute or relative), into `address` (free it with
+ * `mote_address_free`); false if none lives there. */
+bool mote_resolve(const char *path, mote_address_t *address);
+/* This actor's live children: an array of `*count` addresses (NULL if none), freed with
+ * `mote_children_free`. */
+void mote_children(mote_address_t **children, size_t *count);
+void mote_children_free(mote_address_t *children, size_t count);
+/* Nanoseconds since this actor was spawned (a restart or an upgrade keeps counting). */
+uint64_t mote_since_start(void);
+/* Nanoseconds this actor's calls have been running so far. */
+uint64_t mote_cpu_time(void);
 
 /* ---- Children and supervision ---- */
 
 bool mote_spawn(const char *name, const char *module, const void *init, size_t len,
                 mote_address_t *child);
+
+/* Per-child limits for `mote_spawn_with`/`mote_spawn_on`: a field left 0 takes the parent's
+ * own, and a child never gets more than its parent (a larger value is capped). */
+typedef struct mote_limits {
+    uint32_t mailbox_capacity; /* messages its mailbox holds before sends are refused */
+    uint64_t memory_limit;     /* bytes of linear memory it may grow to */
+    uint64_t cpu_deadline_ms;  /* milliseconds of CPU one message may take */
+    uint64_t mailbox_bytes;    /* bytes of queued bodies before sends are refused */
+    uint32_t descendants;      /* live descendants it may have (MOTE_NO_DESCENDANTS: none) */
+} mote_limits_t;
+
+/* `mote_limits_t.descendants` for a child that may spawn no actor at all (0 is the parent's). */
+#define MOTE_NO_DESCENDANTS UINT32_MAX
+
+/* Like `mote_spawn`, with per-child limits (`limits` NULL: all the parent's). */
+bool mote_spawn_with(const char *name, const char *module, const void *init, size_t len,
+                     const mote_limits_t *limits, mote_address_t *child);
+/* Like `mote_spawn_with`, on the node `node` of the host's cluster (refused, "instantiation
+ * failed", when no live node has that name); this actor supervises it across the network. */
+bool mote_spawn_on(const char *node, const char *name, const char *module, const void *init,
+                   size_t len, const mote_limits_t *limits, mote_address_t *child);
 void mote_stop(const mote_address_t *target);
 void mote_stop_self(void);
 bool mote_watch(const mote_address_t *target);
 void mote_unwatch(const mote_address_t *target);
 /* Inside `mote_start`: why this instance replaces a failed one (malloc'd), NULL on a first start. */
 char *mote_restart_cause(void);
+/* Pauses a child: its messages queue, in order, until `mote_activate`; host signals still
+ * reach it. Both return false if `child` is not a live child of this actor. */
+bool mote_deactivate(const mote_address_t *child);
+bool mote_activate(const mote_address_t *child);
 
 typedef mote_actor_types_strategy_t mote_strategy_t;
 /* One-for-one (or all-for-one) with `directive`, 10 restarts a minute, no backoff. */
@@ -131,10 +243,84 @@ void mote_set_strategy(const mote_strategy_t *strategy);
 
 /* ---- Timers (die with the actor) ---- */
 
-/* `kind`/`body` to this actor after `delay_ms`, then every `period_ms` unless 0. */
+/* `kind`/`body` to `to` after `delay_ms`, then every `period_ms` unless 0 (this actor is the
+ * sender); `id` (may be NULL) gets the timer's id for `mote_cancel_timer`. */
+bool mote_schedule(const mote_address_t *to, const char *kind, const void *body, size_t len,
+                   uint64_t delay_ms, uint64_t period_ms, uint64_t *id);
+/* `mote_schedule` to this actor. */
 bool mote_schedule_self(const char *kind, const void *body, size_t len, uint64_t delay_ms,
                         uint64_t period_ms, uint64_t *id);
 bool mote_cancel_timer(uint64_t id);
+
+/* ---- Naming: aliases, second names reached and resolved like any path ---- */
+
+/* Gives this actor the second name `/system/alias/<name>` until it stops or unaliases it;
+ * `path` (may be NULL) gets that path, malloc'd and NUL-terminated, for the caller to free.
+ * Refused for an invalid or taken name, or past the actor's quota of aliases. */
+bool mote_alias(const char *name, char **path);
+/* Gives up the alias `name`; false if this actor holds none of that name. */
+bool mote_unalias(const char *name);
+
+/* ---- Delivery: what a host crash may do to the durable messages a non-persistent actor
+ * receives (a persistent one acknowledges them with its state, exactly once) ---- */
+
+typedef enum mote_delivery_mode {
+    /* Acknowledged after it was handled: after a crash it may come again (the default). */
+    MOTE_AT_LEAST_ONCE = MOTE_ACTOR_DELIVERY_DELIVERY_MODE_AT_LEAST_ONCE,
+    /* Acknowledged durably before it is handled: after a crash never again, maybe lost. */
+    MOTE_AT_MOST_ONCE = MOTE_ACTOR_DELIVERY_DELIVERY_MODE_AT_MOST_ONCE,
+} mote_delivery_t;
+
+/* Sets the mode for the durable messages this actor receives from now on (typically in
+ * `mote_start`); it holds across restarts until changed. */
+void mote_set_delivery(mote_delivery_t mode);
+/* This actor's mode. */
+mote_delivery_t mote_delivery(void);
+
+/* ---- HTTP call-outs: a request runs outside the actor; its outcome comes back as a message.
+ * Only a module deployed with the grant `wasi:http` may start one. ---- */
+
+/* A header: name and value, NUL-terminated. */
+typedef struct mote_http_header {
+    const char *name;
+    const char *value;
+} mote_http_header_t;
+
+/* An outgoing request (borrowed: the host copies it). */
+typedef struct mote_http_request {
+    const char *method; /* "GET", "POST", ... */
+    const char *url;    /* an absolute http:// or https:// URL */
+    const mote_http_header_t *headers;
+    size_t header_count;
+    const void *body; /* NULL with body_len 0: none */
+    size_t body_len;
+    uint64_t timeout_ms; /* the most the whole exchange may take; 0: the host's maximum */
+} mote_http_request_t;
+
+/* A response, read whole; free it with `mote_http_response_free`. */
+typedef struct mote_http_response {
+    uint16_t status;
+    mote_http_header_t *headers;
+    size_t header_count;
+    uint8_t *body;
+    size_t body_len;
+} mote_http_response_t;
+
+/* The kind of the message that says a call-out ended (no sender; body: its id, u64 LE). */
+#define MOTE_HTTP_RESPONSE "mote.http.response"
+
+/* Starts `request` and returns at once; `id` gets the call-out's id. Refused when the module is
+ * not granted `wasi:http`, for a bad URL or request, or past the actor's call-out quota. */
+bool mote_http_request(const mote_http_request_t *request, uint64_t *id);
+/* True when `msg` says the call-out `id` ended: take its outcome with `mote_http_response`. */
+bool mote_is_http_response(const mote_msg_t *msg, uint64_t *id);
+/* Takes the outcome of call-out `id`, once: true with the response in `response`; false when
+ * the exchange failed (`mote_last_error()`: timeout, failed, too large...) or there is no
+ * outcome (still in flight, already taken, or not this actor's). */
+bool mote_http_response(uint64_t id, mote_http_response_t *response);
+/* The value of the first header named `name` (ASCII case-insensitive), NULL if none. */
+const char *mote_http_header(const mote_http_response_t *response, const char *name);
+void mote_http_response_free(mote_http_response_t *response);
 
 /* ---- Persistence ---- */
 
@@ -154,6 +340,10 @@ typedef void (*mote_event_fn)(void *state, uint64_t seq, const uint8_t *data, si
  * `ctx.recover()?.fold(...)`); either callback may be NULL. */
 bool mote_recover(void *state, mote_snapshot_fn on_snapshot, mote_event_fn on_event,
                   mote_recovery_t *recovery);
+/* The key of this actor's durable state (malloc'd): its path unless `mote_set_persistence_id`
+ * chose another, with the host's owner scope in front (`<scope>:<id>`). */
+char *mote_persistence_id(void);
+/* Chooses another persistence id, stable across restarts; only before `mote_recover`. */
 bool mote_set_persistence_id(const char *id);
 bool mote_persist(const void *event, size_t len, uint64_t *seq);
 bool mote_save_snapshot(const void *state, size_t len, uint64_t *seq);
