@@ -10,23 +10,13 @@ use mote_tests::*;
 /// behaviours and the stash, recovery, asks, supervision and upgrades.
 #[test]
 fn the_python_sdk_unit_tests_pass() {
-    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("example-actors")
-        .join("python");
-    let output = Command::new("python3")
-        .current_dir(&python)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args(["-m", "unittest", "discover", "-s", "tests", "-v"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run python3 ({e}): install it (Debian: apt-get install python3)")
-        });
-    let text = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python SDK's unit tests failed:\n{}{text}",
-        String::from_utf8_lossy(&output.stdout)
+    let (_, text) = run_checked(
+        Command::new("python3")
+            .current_dir(sdk_dir("python"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .args(["-m", "unittest", "discover", "-s", "tests", "-v"]),
+        "the Python SDK's unit tests",
+        "install python3 (Debian: apt-get install python3)",
     );
     assert!(text.contains("\nOK"), "{text}");
 }
@@ -58,4 +48,11 @@ async fn a_python_actor_is_upgraded_with_its_state_refused_by_a_bad_version_and_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passivated_python_entity_reactivates_with_its_state() {
     scenarios::a_passivated_entity_reactivates_with_its_state("py_entity", Speech::Json).await;
+}
+
+/// `py_features` on the Python SDK: asks through `answered`/`ask_timeout`, topics, groups,
+/// behaviours and the stash, reminders, forwarding, the urgent lane, lookup and the clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_features_work_through_mote() {
+    scenarios::features_work_through_mote("py_features").await;
 }

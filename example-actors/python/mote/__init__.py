@@ -26,6 +26,7 @@ behaviours, the stash, upgrades).
 Build with `componentize-py -d <wit> -w upgradable-actor-world componentize app -p <dir>`.
 """
 
+from . import _wit
 from ._wit import types
 from .actor import (
     ASK_TIMEOUT,
@@ -64,6 +65,7 @@ from .context import (
 )
 
 Directive = types.Directive
+DeliveryMode = _wit.delivery.DeliveryMode
 Scope = types.Scope
 FailureKind = types.FailureKind
 DEAD_LETTERS_TOPIC = "/system/deadletters"
@@ -71,7 +73,7 @@ DEAD_LETTERS_TOPIC = "/system/deadletters"
 __all__ = [
     "ASK_PREFIX", "ASK_TIMEOUT", "DEAD_LETTER", "DEAD_LETTERS_TOPIC", "HTTP_RESPONSE", "JSON",
     "REPLAY_PAGE", "TERMINATED", "Actor", "Address", "Codec", "Context", "DeadLetter",
-    "Directive", "Envelope", "Error", "Failure", "FailureKind", "JsonCodec", "Malformed",
-    "Recovery", "Runtime", "Scope", "Strategy", "decode", "decode_as", "encode", "export",
+    "DeliveryMode", "Directive", "Envelope", "Error", "Failure", "FailureKind", "JsonCodec",
+    "Malformed", "Recovery", "Runtime", "Scope", "Strategy", "decode", "decode_as", "encode", "export",
     "from_state", "kind_of", "message", "state", "variant",
 ]

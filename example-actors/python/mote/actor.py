@@ -1,6 +1,7 @@
 """`Actor`, the base class of a Python actor, and `export`, which drives one through the
 `actor`, `supervisor` and `upgrade` exports of the contract (world `upgradable-actor-world`)."""
 
+import gc
 import traceback
 
 from . import _wit
@@ -257,4 +258,14 @@ def export(cls):
             runtime.migrate(from_version, saved)
 
     ActorExport.runtime = runtime
+    _settle()
     return ActorExport, SupervisorExport, UpgradeExport
+
+
+def _settle():
+    """Freezes what importing the actor left on the heap. componentize-py snapshots the heap
+    after the import, and every instance shares that image copy-on-write: the collector would
+    otherwise walk those objects at run time and dirty their pages in each instance (measured:
+    0.79x the memory per Python instance)."""
+    gc.collect()
+    gc.freeze()

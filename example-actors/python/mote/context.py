@@ -52,6 +52,15 @@ def _call(what, fn, *args):
         raise Error(what, e.value) from None
 
 
+def _send(verb, to, by_path, by_address, kind, body):
+    """Sends through `by_path` to a path or `by_address` to an `Address` (the contract has one
+    import of each); a refusal raises `Error` naming `verb` and the target."""
+    if isinstance(to, str):
+        _call(f"{verb} {to}", by_path, to, kind, body)
+    else:
+        _call(f"{verb} {to.path}", by_address, to, kind, body)
+
+
 def _address(to):
     """An `Address` for a path (incarnation 0: whoever lives there) or an address."""
     if isinstance(to, str):
@@ -262,11 +271,7 @@ class Context:
 
     def tell(self, to, msg, value=_NO_VALUE):
         """Sends to an address or a path; this actor is the sender."""
-        kind, body = _kind_body(msg, value)
-        if isinstance(to, str):
-            _call(f"tell {to}", _wit.host.tell_path, to, kind, body)
-        else:
-            _call(f"tell {to.path}", _wit.host.tell, to, kind, body)
+        _send("tell", to, _wit.host.tell_path, _wit.host.tell, *_kind_body(msg, value))
 
     def tell_path(self, path, msg, value=_NO_VALUE):
         """Sends to a path, absolute or relative to this actor."""
@@ -281,19 +286,13 @@ class Context:
 
     def forward(self, to, msg, value=_NO_VALUE):
         """Sends with the sender of the message being handled as the sender."""
-        kind, body = _kind_body(msg, value)
-        if isinstance(to, str):
-            _call(f"forward {to}", _wit.forwarding.forward_path, to, kind, body)
-        else:
-            _call(f"forward {to.path}", _wit.forwarding.forward, to, kind, body)
+        _send("forward", to, _wit.forwarding.forward_path, _wit.forwarding.forward,
+              *_kind_body(msg, value))
 
     def tell_urgent(self, to, msg, value=_NO_VALUE):
         """Like `tell`, on the receiver's urgent lane."""
-        kind, body = _kind_body(msg, value)
-        if isinstance(to, str):
-            _call(f"tell {to}", _wit.priority.tell_path_urgent, to, kind, body)
-        else:
-            _call(f"tell {to.path}", _wit.priority.tell_urgent, to, kind, body)
+        _send("tell", to, _wit.priority.tell_path_urgent, _wit.priority.tell_urgent,
+              *_kind_body(msg, value))
 
     def spawn(self, name, module, init=b""):
         """Spawns a child from a deployed module, handing it `init`; returns its address."""
@@ -339,18 +338,16 @@ class Context:
         """Sets how this actor supervises its children."""
         _wit.supervision.set_strategy(strategy._to_wit())
 
-    def spawn_with(self, name, module, init=b"", mailbox_capacity=None, memory_limit=None,
-                   cpu_deadline_ms=None, mailbox_bytes=None, descendants=None):
-        """Like `spawn`, with per-child limits (None takes the parent's)."""
-        options = types.SpawnOptions(
-            mailbox_capacity=mailbox_capacity,
-            memory_limit=memory_limit,
-            cpu_deadline_ms=cpu_deadline_ms,
-            mailbox_bytes=mailbox_bytes,
-            descendants=descendants,
-        )
+    def spawn_with(self, name, module, init=b"", **limits):
+        """Like `spawn`, with per-child limits: `mailbox_capacity`, `memory_limit`,
+        `cpu_deadline_ms`, `mailbox_bytes`, `descendants` (a missing one takes the parent's)."""
         return _call(f"spawn {name}", _wit.supervision.spawn_with, name, module, _init(init),
-                     options)
+                     _spawn_options(**limits))
+
+    def spawn_on(self, node, name, module, init=b"", **limits):
+        """Like `spawn_with`, on the cluster node `node` (the child stays this actor's)."""
+        return _call(f"spawn {name} on {node}", _wit.supervision.spawn_on, node, name, module,
+                     _init(init), _spawn_options(**limits))
 
     def watch(self, target):
         """Watches an incarnation: `terminated` is called once when it stops."""
@@ -525,6 +522,15 @@ class Context:
         found = _wit.stash.take(kind)
         return Envelope._from_wit(found) if found is not None else None
 
+    # -- HTTP call-outs -------------------------------------------------------------------
+
+    def http_request(self, url, method="GET", headers=(), body=b"", timeout_ms=10_000):
+        """Starts an HTTP request the host makes (the module needs the `wasi:http` grant);
+        returns its id. The outcome comes to `Actor.http_response`."""
+        request = _wit.callouts.Request(method=method, url=url, headers=list(headers),
+                                        body=_init(body), timeout_ms=timeout_ms)
+        return _call(f"http {url}", _wit.callouts.http_request, request)
+
     # -- clock ----------------------------------------------------------------------------
 
     def since_start(self):
@@ -534,6 +540,17 @@ class Context:
     def cpu_time(self):
         """Nanoseconds this actor's calls have been running."""
         return _wit.clock.cpu_time()
+
+
+def _spawn_options(mailbox_capacity=None, memory_limit=None, cpu_deadline_ms=None,
+                   mailbox_bytes=None, descendants=None):
+    return types.SpawnOptions(
+        mailbox_capacity=mailbox_capacity,
+        memory_limit=memory_limit,
+        cpu_deadline_ms=cpu_deadline_ms,
+        mailbox_bytes=mailbox_bytes,
+        descendants=descendants,
+    )
 
 
 def _init(init):

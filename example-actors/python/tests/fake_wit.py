@@ -101,6 +101,15 @@ class Strategy:
 
 
 @dataclass
+class Request:
+    method: str
+    url: str
+    headers: list
+    body: bytes
+    timeout_ms: int
+
+
+@dataclass
 class SpawnOptions:
     mailbox_capacity: Optional[int]
     memory_limit: Optional[int]
@@ -276,6 +285,8 @@ def install():
             set_strategy=_recorder("set_strategy"),
             spawn_with=_recorder("spawn_with", lambda name, module, init, options: Address(
                 f"{HOST.me.path}/{name}", HOST.new_id())),
+            spawn_on=_recorder("spawn_on", lambda node, name, module, init, options: Address(
+                f"{HOST.me.path}/{name}", HOST.new_id())),
             watch=_recorder("watch"),
             unwatch=_recorder("unwatch"),
             restart_cause=lambda: None,
@@ -328,7 +339,9 @@ def install():
         "delivery": dict(DeliveryMode=DeliveryMode, set_delivery=_recorder("set_delivery"),
                          delivery=lambda: DeliveryMode.AT_LEAST_ONCE),
         "clock": dict(since_start=lambda: 5, cpu_time=lambda: 3),
-        "callouts": dict(http_response=_recorder("http_response", lambda i: Ok("response"))),
+        "callouts": dict(Request=Request,
+                         http_request=_recorder("http_request", lambda r: HOST.new_id()),
+                         http_response=_recorder("http_response", lambda i: Ok("response"))),
     }
     for name, attrs in modules.items():
         setattr(imports, name, _module(f"wit_world.imports.{name}", **attrs))

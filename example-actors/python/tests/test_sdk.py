@@ -186,6 +186,29 @@ class Dispatch(unittest.TestCase):
         self.assertEqual(sent(host, "tell"), [("/user/c", "Ping", {"n": 2})])
         self.assertEqual(sent(host, "publish"), [("news", "headline", "hi")])
 
+    def test_tell_forward_and_tell_urgent_take_a_path_or_an_address(self):
+        class Relay(mote.Actor):
+            def receive(self, ctx, env):
+                for to in ("/user/a", mote.Address("/user/b", 3)):
+                    ctx.tell(to, "t", 1)
+                    ctx.forward(to, "f", 2)
+                    ctx.tell_urgent(to, "u", 3)
+
+        rt, host = runtime(Relay)
+        rt.receive(msg("go", b"", "/user/x"))
+        for path_import, address_import, kind, value in [
+            ("tell_path", "tell", "t", 1),
+            ("forward_path", "forward", "f", 2),
+            ("tell_path_urgent", "tell_urgent", "u", 3),
+        ]:
+            with self.subTest(kind=kind):
+                self.assertEqual(sent(host, path_import), [("/user/a", kind, value)])
+                self.assertEqual(sent(host, address_import), [("/user/b", kind, value)])
+        host.refuse.add("forward")
+        with self.assertRaises(Err) as raised:
+            rt.receive(msg("go", b"", "/user/x"))
+        self.assertIn("forward /user/b: Quota(asks)", raised.exception.value)
+
     def test_a_refused_call_raises_mote_error_naming_the_variant(self):
         class Sender(mote.Actor):
             def start(self, ctx, init):
@@ -393,6 +416,33 @@ class Supervision(unittest.TestCase):
         self.assertIsNone(rt.supervise(child, mote.FailureKind.TRAP, "boom"))
         self.assertIn("supervise failed", host.named("log")[-1][1])
 
+    def test_spawn_with_and_spawn_on_carry_the_limits(self):
+        class Parent(mote.Actor):
+            def start(self, ctx, init):
+                ctx.spawn_with("w", "worker", "hi", memory_limit=1 << 20, mailbox_capacity=8)
+                ctx.spawn_on("b", "r", "worker", b"", cpu_deadline_ms=50)
+
+        rt, host = runtime(Parent)
+        (name, module, init, options), = host.named("spawn_with")
+        self.assertEqual((name, module, init), ("w", "worker", b"hi"))
+        self.assertEqual((options.memory_limit, options.mailbox_capacity, options.descendants),
+                         (1 << 20, 8, None))
+        (node, name, _, _, options), = host.named("spawn_on")
+        self.assertEqual((node, name, options.cpu_deadline_ms), ("b", "r", 50))
+
+    def test_http_request_builds_the_contract_request(self):
+        class Caller(mote.Actor):
+            def start(self, ctx, init):
+                self.id = ctx.http_request("http://127.0.0.1:1/x", method="POST",
+                                           headers=[("a", "b")], body="hi", timeout_ms=500)
+
+        rt, host = runtime(Caller)
+        (request,), = host.named("http_request")
+        self.assertEqual((request.method, request.url, request.headers, request.body,
+                          request.timeout_ms),
+                         ("POST", "http://127.0.0.1:1/x", [("a", "b")], b"hi", 500))
+        self.assertIsInstance(rt.actor.id, int)
+
     def test_stopping_gets_the_reason_by_name(self):
         class Stops(mote.Actor):
             def stopping(self, ctx, reason):
@@ -452,6 +502,15 @@ class Exports(unittest.TestCase):
         self.assertEqual(upgrade().save_state(), b'{"count":1}')
         self.assertIsNone(supervisor().supervise(mote.Address("/c", 1),
                                                  mote.FailureKind.TRAP, "x"))
+
+    def test_export_freezes_the_heap_the_import_left(self):
+        import gc
+
+        gc.unfreeze()
+        leftover = [object() for _ in range(10)]  # noqa: F841 - alive at the export
+        mote.export(Counter)
+        self.assertGreater(gc.get_freeze_count(), 0, "the snapshot's objects are frozen")
+        gc.unfreeze()
 
 
 if __name__ == "__main__":
