@@ -84,8 +84,32 @@ const PYTHON: &[File] = &[
 const JS: &[File] = &[
     ("app.js", include_str!("../templates/js/app.js.tmpl")),
     (
-        "mote_actor.js",
-        include_str!("../../example-actors/js/mote_actor.js"),
+        "mote/package.json",
+        include_str!("../../example-actors/js/mote/package.json"),
+    ),
+    (
+        "mote/index.js",
+        include_str!("../../example-actors/js/mote/index.js"),
+    ),
+    (
+        "mote/index.d.ts",
+        include_str!("../../example-actors/js/mote/index.d.ts"),
+    ),
+    (
+        "mote/actor.js",
+        include_str!("../../example-actors/js/mote/actor.js"),
+    ),
+    (
+        "mote/codec.js",
+        include_str!("../../example-actors/js/mote/codec.js"),
+    ),
+    (
+        "mote/context.js",
+        include_str!("../../example-actors/js/mote/context.js"),
+    ),
+    (
+        "mote/wit.js",
+        include_str!("../../example-actors/js/mote/wit.js"),
     ),
     ("wit/actor.wit", include_str!("../../wit/actor.wit")),
     (

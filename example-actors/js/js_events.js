@@ -3,14 +3,17 @@
 // {id, customer, amount, total} becomes {..., customer: upper-cased, tier: "gold" when the
 // customer's running total is at least 10, else "standard", via: "js"} and is told to
 // <next-path>. `stats` is answered with {transformed}. `throw` throws (a supervised failure).
-export const actor = moteActor({
+import { Actor, exportActor, text } from './mote/index.js';
+
+class Events extends Actor {
   start(ctx, init) {
-    const [topic, next] = new TextDecoder().decode(init).trim().split(/\s+/);
+    const [topic, next] = text(init).trim().split(/\s+/);
     this.next = next;
     this.transformed = 0;
     if (topic) ctx.subscribe(topic);
-    ctx.log(`js_events started: topic ${topic}, next ${next}, restart cause ${ctx.restartCause()}`);
-  },
+    ctx.info(`js_events started: topic ${topic}, next ${next}, restart cause ${ctx.restartCause()}`);
+  }
+
   receive(ctx, msg) {
     switch (msg.kind) {
       case 'order': {
@@ -31,7 +34,9 @@ export const actor = moteActor({
       case 'throw':
         throw new Error('js_events was asked to throw');
       default:
-        ctx.log(`ignoring ${msg.kind}`, 'warn');
+        ctx.warn(`ignoring ${msg.kind}`);
     }
-  },
-});
+  }
+}
+
+export const { actor, supervisor, upgrade } = exportActor(Events);
