@@ -166,25 +166,37 @@ mod python {
     }
 }
 
-/// The sources `<dir>/<prefix>*.<ext>` whose component in `out` is missing or older than a file
-/// in `dir` or in the WIT.
+/// The actor sources in `dir` (`<prefix>*.<ext>`) whose component in `out` is older than its
+/// inputs: the source itself, the WIT, and everything else in `dir` but the other actors and
+/// the SDK's unit tests (the SDK, shared modules). One new actor rebuilds only itself.
 fn stale_sources(root: &Path, dir: &Path, ext: &str, prefix: &str, out: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let newest_input = newest(&[dir, &root.join("wit")]);
+    let is_actor = |p: &Path| {
+        p.extension().is_some_and(|e| e == ext)
+            && p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+    };
+    let entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut shared: Vec<&Path> = entries
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|p| !is_actor(p) && !p.ends_with("tests"))
+        .collect();
+    let wit = root.join("wit");
+    shared.push(&wit);
+    let shared = newest(&shared);
     entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == ext)
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(prefix))
-        })
+        .iter()
+        .filter(|p| is_actor(p))
         .filter(|p| {
             let wasm = out.join(p.with_extension("wasm").file_name().unwrap_or_default());
-            modified(&wasm).is_none_or(|built| built < newest_input)
+            let input = shared.max(modified(p).unwrap_or(SystemTime::UNIX_EPOCH));
+            modified(&wasm).is_none_or(|built| built < input)
         })
+        .cloned()
         .collect()
 }
 
@@ -230,10 +242,11 @@ fn ensure_target() {
 }
 
 /// The JavaScript example actors: componentize-js from the npm registry in a project-local
-/// `node_modules`, then one component per `example-actors/js/js_*.js`, with the helper library
-/// `mote_actor.js` put in front (componentize-js takes a single ES module). Built without
-/// `wasi:http` (`-d http fetch-event`), which the host grants only on request, except the
-/// `js_http_*` actors, which make HTTP requests.
+/// `node_modules`, then one component per `example-actors/js/js_*.js`, for the world
+/// `upgradable-actor-world`. An actor imports the SDK (`example-actors/js/mote/`) by a relative
+/// path; componentize-js takes the modules it imports along. Built without `wasi:http`
+/// (`-d http fetch-event`), which the host grants only on request, except the `js_http_*`
+/// actors, which make HTTP requests.
 mod js {
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -247,18 +260,11 @@ mod js {
             return;
         }
         let componentize = toolchain(examples, &sources);
-        let helper = std::fs::read_to_string(sources.join("mote_actor.js"))
-            .expect("example-actors/js/mote_actor.js is readable");
-        let bundles = examples.join("target").join("js");
-        std::fs::create_dir_all(&bundles).expect("example-actors/target/js can be created");
         for actor in &stale {
             let module = actor
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .expect("JavaScript file names are UTF-8");
-            let source = std::fs::read_to_string(actor).expect("the actor source is readable");
-            let bundle = bundles.join(format!("{module}.js"));
-            std::fs::write(&bundle, format!("{helper}\n{source}")).expect("bundle written");
             // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
             let disabled: &[&str] = if module.starts_with("js_http_") {
                 &["fetch-event"]
@@ -266,10 +272,10 @@ mod js {
                 &["http", "fetch-event"]
             };
             let status = Command::new(&componentize)
-                .arg(&bundle)
+                .arg(actor)
                 .arg("--wit")
                 .arg(root.join("wit"))
-                .args(["-n", "actor-world", "-d"])
+                .args(["-n", "upgradable-actor-world", "-d"])
                 .args(disabled)
                 .arg("-o")
                 .arg(out.join(format!("{module}.wasm")))
@@ -350,6 +356,13 @@ mod c {
                 .and_then(|s| s.to_str())
                 .expect("C file names are UTF-8");
             let core = cores.join(format!("{module}.core.wasm"));
+            // c_raw* actors are written on the bindings alone: they define the exports
+            // themselves, which the SDK's mote.c does for every other actor.
+            let sdk: &[PathBuf] = if module.starts_with("c_raw") {
+                &[]
+            } else {
+                &[sources.join("mote.c")]
+            };
             let status = Command::new(&python)
                 .args(["-m", "ziglang", "cc"])
                 .args(compile_args())
@@ -360,7 +373,7 @@ mod c {
                 .arg("-o")
                 .arg(&core)
                 .arg(actor)
-                .arg(sources.join("mote.c"))
+                .args(sdk)
                 .arg(bindings.join("mote_world.c"))
                 .arg(bindings.join("mote_world_component_type.o"))
                 .status()

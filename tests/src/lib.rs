@@ -199,6 +199,30 @@ impl Drop for TempDir {
     }
 }
 
+/// A guest SDK's directory: `example-actors/<lang>` (`python`, `js`, `c`).
+pub fn sdk_dir(lang: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("example-actors")
+        .join(lang)
+}
+
+/// Runs `command` to its end and returns its stdout and stderr, or panics naming `what` with
+/// both if it fails, or with `install` (how to get the program) if it cannot start.
+pub fn run_checked(
+    command: &mut std::process::Command,
+    what: &str,
+    install: &str,
+) -> (String, String) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what} ({e}): {install}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{what} failed:\n{stdout}{stderr}");
+    (stdout, stderr)
+}
+
 /// A host configuration with its database at `db`.
 pub fn durable_config(db: &std::path::Path) -> HostConfig {
     let mut config = HostConfig::new();

@@ -302,3 +302,206 @@ pub async fn a_passivated_entity_reactivates_with_its_state(module: &str, speech
     assert_ne!(second.incarnation, first.incarnation);
     system.shutdown().await.unwrap();
 }
+
+/// Sends `kind` with the JSON `body` from outside.
+fn tell_json(system: &ActorSystem, to: &str, kind: &str, body: serde_json::Value) {
+    system
+        .tell(to, kind, serde_json::to_vec(&body).expect("JSON"))
+        .unwrap_or_else(|e| panic!("tell {to} {kind}: {e}"));
+}
+
+/// The next JSON [`Report`] at the probe with one of `labels`, with the envelope it came in.
+async fn report_of(probe: &mut Probe, labels: &[&str]) -> (Report, Envelope) {
+    loop {
+        let envelope = next(probe).await;
+        if envelope.kind != Report::KIND {
+            continue;
+        }
+        let report: Report = Speech::Json.decode(&envelope);
+        if labels.contains(&report.label.as_str()) {
+            return (report, envelope);
+        }
+    }
+}
+
+/// The `(from, value)` of the next `n` JSON reports labelled `label`, sorted.
+async fn reports(probe: &mut Probe, label: &str, n: usize) -> Vec<(String, u64)> {
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let (report, _) = report_of(probe, &[label]).await;
+        got.push((report.from, report.value));
+    }
+    got.sort();
+    got
+}
+
+/// The features actor of every guest SDK (`py_features`, `c_features`, `js_features`): the
+/// contract's messaging, stash, behaviours, reminders, forwarding, priorities, lookup and clock,
+/// spoken in JSON. Init: the report path. In `start` it recovers (so it can set reminders),
+/// subscribes to topic `features` and joins group `workers`. Every report is the protocol's
+/// [`Report`] in JSON (`{"from": <its path>, "label", "value"}`) to the report path.
+///
+/// | kind, body | what it does | reports |
+/// |---|---|---|
+/// | `ask-self` `{"n"}` | asks itself `echo` `{"n"}` (deadline 2 s) | `answered` n + 1 (the reply's), from its `answered` hook |
+/// | `echo` `{"n"}` | replies `echoed` `{"n": n + 1}` | |
+/// | `ask-silent` `{}` | asks itself `silent` (deadline 100 ms), which it ignores | `ask-timeout` 1, from its `ask_timeout` hook |
+/// | `publish` `{"n"}` | publishes `news` `{"n"}` to topic `features` | `published` (subscribers reached) |
+/// | `news` `{"n"}` | | `news` n |
+/// | `broadcast` `{"n"}` | broadcasts `work` `{"n"}` to group `workers` | `broadcast` (members reached) |
+/// | `group` `{"n"}` | tells `work` `{"n"}` to one member of `workers` | `grouped` 1 if a member got it |
+/// | `work` `{"n"}` | | `work` n |
+/// | `close` `{}` | becomes `closed`: there, `add` is stashed and `open` unbecomes and unstashes all | |
+/// | `add` `{"n"}` | total += n (when open) | `total` (the new total); when closed `stashed` n |
+/// | `remind` `{"delay_ms"}` | a reminder `reminded` `{"n": 1}` to itself | `reminded` n when it arrives |
+/// | `remind-cancel` `{"delay_ms"}` | a reminder as above, cancelled at once | `reminder-cancelled` 1 if the cancel found it |
+/// | `forward` `{"n"}` | forwards a `Report` `forwarded` n to the report path (its sender stays the original) | |
+/// | `urgent` `{"n"}` | tells a `Report` `urgent` n to the report path on the urgent lane | |
+/// | `alias` `{}` | takes the alias `feat` | `aliased` 1 if it got `/system/alias/feat` |
+/// | `unalias` `{}` | gives the alias `feat` up | `unaliased` 1 if it held it |
+/// | `delivery` `{}` | sets at-most-once delivery, reads it back, sets at-least-once again | `delivery` 1 if it read at-most-once |
+/// | `inspect` `{}` | | `resolved` 1 if resolving its own path gives its own incarnation; `clock` 1 if its clock has advanced since it started |
+pub async fn features_work_through_mote(module: &str) {
+    let dir = TempDir::new("features");
+    let system = system_configured(durable_config(&dir.join("mote.redb")), &[module]);
+    let mut probe = system.probe("p").unwrap();
+    system.spawn("a", module, b"/system/p").unwrap();
+    system.spawn("b", module, b"/system/p").unwrap();
+    let (a, b) = ("/user/a", "/user/b");
+    let both = |value: u64| vec![(a.to_string(), value), (b.to_string(), value)];
+    // Both have started (and subscribed, and joined) once each answers an inspect.
+    for who in [a, b] {
+        tell_json(&system, who, "inspect", serde_json::json!({}));
+        let (resolved, _) = report_of(&mut probe, &["resolved"]).await;
+        assert_eq!((resolved.from.as_str(), resolved.value), (who, 1));
+        let (clock, _) = report_of(&mut probe, &["clock"]).await;
+        assert_eq!(
+            (clock.from.as_str(), clock.value),
+            (who, 1),
+            "the clock runs"
+        );
+    }
+
+    // ask: the reply reaches the `answered` hook; an unanswered ask its `ask_timeout` hook.
+    // Asked by itself, it gets the request from the ask's endpoint (`/system/ask/<id>`) too,
+    // like the reply: only the reply's n + 1 shows that the request was answered.
+    tell_json(&system, a, "ask-self", serde_json::json!({"n": 5}));
+    assert_eq!(
+        reports(&mut probe, "answered", 1).await,
+        vec![(a.into(), 6)]
+    );
+    tell_json(&system, a, "ask-silent", serde_json::json!({}));
+    assert_eq!(
+        reports(&mut probe, "ask-timeout", 1).await,
+        vec![(a.into(), 1)]
+    );
+
+    // pub/sub: both subscribers, the publisher too, get the news.
+    tell_json(&system, a, "publish", serde_json::json!({"n": 7}));
+    assert_eq!(
+        reports(&mut probe, "published", 1).await,
+        vec![(a.into(), 2)]
+    );
+    assert_eq!(reports(&mut probe, "news", 2).await, both(7));
+
+    // groups: a broadcast reaches both members, a group tell exactly one.
+    tell_json(&system, a, "broadcast", serde_json::json!({"n": 8}));
+    assert_eq!(
+        reports(&mut probe, "broadcast", 1).await,
+        vec![(a.into(), 2)]
+    );
+    assert_eq!(reports(&mut probe, "work", 2).await, both(8));
+    tell_json(&system, a, "group", serde_json::json!({"n": 9}));
+    assert_eq!(reports(&mut probe, "grouped", 1).await, vec![(a.into(), 1)]);
+    let one = reports(&mut probe, "work", 1).await;
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].1, 9);
+
+    // behaviours and the stash: closed, adds are stashed; opened, they are handled in order.
+    tell_json(&system, a, "close", serde_json::json!({}));
+    tell_json(&system, a, "add", serde_json::json!({"n": 1}));
+    tell_json(&system, a, "add", serde_json::json!({"n": 2}));
+    tell_json(&system, a, "open", serde_json::json!({}));
+    tell_json(&system, a, "add", serde_json::json!({"n": 4}));
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let (r, _) = report_of(&mut probe, &["stashed", "total"]).await;
+        seen.push((r.label, r.value));
+    }
+    let expected = [
+        ("stashed", 1),
+        ("stashed", 2),
+        ("total", 1),
+        ("total", 3),
+        ("total", 7),
+    ];
+    let expected: Vec<(String, u64)> = expected.iter().map(|(l, v)| (l.to_string(), *v)).collect();
+    assert_eq!(
+        seen, expected,
+        "stashed while closed, then replayed in order"
+    );
+
+    // reminders: one fires no earlier than its delay; a cancelled one never.
+    let sent = Instant::now();
+    tell_json(&system, a, "remind", serde_json::json!({"delay_ms": 100}));
+    assert_eq!(
+        reports(&mut probe, "reminded", 1).await,
+        vec![(a.into(), 1)]
+    );
+    assert!(
+        sent.elapsed() >= Duration::from_millis(100),
+        "{:?}",
+        sent.elapsed()
+    );
+    tell_json(
+        &system,
+        a,
+        "remind-cancel",
+        serde_json::json!({"delay_ms": 200}),
+    );
+    assert_eq!(
+        reports(&mut probe, "reminder-cancelled", 1).await,
+        vec![(a.into(), 1)]
+    );
+    let after = drain_in(Speech::Json, &mut probe, Duration::from_millis(600)).await;
+    assert!(
+        after.iter().all(|r| r.label != "reminded"),
+        "a cancelled reminder fired: {after:?}"
+    );
+
+    // forwarding keeps the original sender; the urgent lane delivers.
+    let q = system.probe("q").unwrap();
+    q.tell(a, "forward", br#"{"n":3}"#.to_vec()).unwrap();
+    let (forwarded, envelope) = report_of(&mut probe, &["forwarded"]).await;
+    assert_eq!((forwarded.from.as_str(), forwarded.value), (a, 3));
+    assert_eq!(
+        envelope.sender.as_ref().map(|s| s.path.as_str()),
+        Some(q.address().path.as_str()),
+        "a forward keeps the original sender"
+    );
+    tell_json(&system, a, "urgent", serde_json::json!({"n": 4}));
+    assert_eq!(reports(&mut probe, "urgent", 1).await, vec![(a.into(), 4)]);
+
+    // naming: an alias reaches the actor until it gives it up; delivery modes.
+    tell_json(&system, a, "alias", serde_json::json!({}));
+    assert_eq!(reports(&mut probe, "aliased", 1).await, vec![(a.into(), 1)]);
+    tell_json(
+        &system,
+        "/system/alias/feat",
+        "news",
+        serde_json::json!({"n": 11}),
+    );
+    assert_eq!(reports(&mut probe, "news", 1).await, vec![(a.into(), 11)]);
+    tell_json(&system, a, "unalias", serde_json::json!({}));
+    assert_eq!(
+        reports(&mut probe, "unaliased", 1).await,
+        vec![(a.into(), 1)]
+    );
+    wait_until(|| system.lookup("/system/alias/feat").is_none()).await;
+    tell_json(&system, a, "delivery", serde_json::json!({}));
+    assert_eq!(
+        reports(&mut probe, "delivery", 1).await,
+        vec![(a.into(), 1)]
+    );
+    system.shutdown().await.unwrap();
+}
