@@ -94,6 +94,10 @@ struct Args {
     /// traces on (`http://127.0.0.1:4318/v1/traces`).
     #[arg(long, value_name = "ENDPOINT")]
     otlp: Option<String>,
+    /// `languages` also measures this component: `LABEL=PATH:KIND`, where KIND is the kind of
+    /// a query it answers (with an empty body). Repeatable.
+    #[arg(long = "with", value_name = "LABEL=PATH:KIND")]
+    with: Vec<String>,
 }
 
 mod cluster;
@@ -861,55 +865,89 @@ async fn upgrade(args: &Args) -> anyhow::Result<()> {
 
 /// One guest language's example actor and the query it answers.
 struct Lang {
-    name: &'static str,
-    module: &'static str,
+    name: String,
+    module: String,
+    /// The component, when it is not one of the example actors.
+    file: Option<std::path::PathBuf>,
     init: &'static [u8],
-    kind: &'static str,
+    kind: String,
     query: Vec<u8>,
 }
 
+impl Lang {
+    /// An example actor answering `kind` (with `query`).
+    fn example(name: &str, module: &str, kind: &str, query: Vec<u8>) -> Lang {
+        Lang {
+            name: name.into(),
+            module: module.into(),
+            file: None,
+            init: b"",
+            kind: kind.into(),
+            query,
+        }
+    }
+
+    /// A component named on the command line: `LABEL=PATH:KIND`.
+    fn with(spec: &str) -> anyhow::Result<Lang> {
+        let (label, rest) = spec
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--with {spec}: expected LABEL=PATH:KIND"))?;
+        let (path, kind) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| anyhow!("--with {spec}: expected LABEL=PATH:KIND"))?;
+        Ok(Lang {
+            name: label.into(),
+            module: label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            file: Some(path.into()),
+            init: b"",
+            kind: kind.into(),
+            query: Vec::new(),
+        })
+    }
+}
+
+/// What `languages` measured of one component.
+struct Measured {
+    call: f64,
+    instantiate: f64,
+    pss_kib: u64,
+}
+
+/// Each SDK against its raw bindings answering the same query: (SDK label, raw label).
+const SDK_PAIRS: [(&str, &str); 3] = [("python", "python-raw"), ("js", "js-raw"), ("c", "c-raw")];
+
 async fn languages(args: &Args) -> anyhow::Result<()> {
-    let langs = [
-        Lang {
-            name: "rust",
-            module: "counter",
-            init: b"",
-            kind: Counter::KIND,
-            query: encode(&Counter::Get)?,
-        },
-        Lang {
-            name: "python",
-            module: "py_orders",
-            init: b"",
-            kind: "totals",
-            query: Vec::new(),
-        },
-        Lang {
-            name: "js",
-            module: "js_events",
-            init: b"",
-            kind: "stats",
-            query: Vec::new(),
-        },
-        Lang {
-            name: "c",
-            module: "c_counter",
-            init: b"",
-            kind: "get",
-            query: Vec::new(),
-        },
+    let mut langs = vec![
+        Lang::example("rust", "counter", Counter::KIND, encode(&Counter::Get)?),
+        Lang::example("python", "py_orders", "totals", Vec::new()),
+        Lang::example("python-raw", "py_raw", "totals", Vec::new()),
+        Lang::example("js", "js_events", "stats", Vec::new()),
+        Lang::example("js-raw", "js_raw", "stats", Vec::new()),
+        Lang::example("c", "c_counter", "get", Vec::new()),
+        Lang::example("c-raw", "c_raw", "get", Vec::new()),
     ];
+    for spec in &args.with {
+        langs.push(Lang::with(spec)?);
+    }
     const INSTANCES: usize = 40;
     const CALLS: u32 = 2000;
+    let mut measured = std::collections::HashMap::new();
     for lang in &langs {
-        let file = examples::path(lang.module).ok_or_else(|| anyhow!("no example actors built"))?;
-        let size = std::fs::metadata(&file)?.len();
+        let file = match &lang.file {
+            Some(file) => file.clone(),
+            None => {
+                examples::path(&lang.module).ok_or_else(|| anyhow!("no example actors built"))?
+            }
+        };
+        let size = std::fs::metadata(&file)
+            .with_context(|| format!("{}: {}", lang.name, file.display()))?
+            .len();
         let system = system(args, &[])?;
         let compile = Instant::now();
-        system.deploy_file(lang.module, &file)?;
+        system.deploy_file(&lang.module, &file)?;
         let compile = compile.elapsed().as_secs_f64();
         // Call: round trips to one live instance.
-        system.spawn("warm", lang.module, lang.init)?;
+        system.spawn("warm", &lang.module, lang.init)?;
         query(&system, "/user/warm", lang).await?;
         let start = Instant::now();
         for _ in 0..CALLS {
@@ -924,7 +962,7 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
         let start = Instant::now();
         for i in 0..INSTANCES {
             let path = format!("/user/i{i}");
-            system.spawn(&path, lang.module, lang.init)?;
+            system.spawn(&path, &lang.module, lang.init)?;
             query(&system, &path, lang).await?;
         }
         let instantiate = start.elapsed().as_secs_f64() / INSTANCES as f64 - call;
@@ -941,7 +979,28 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
             instantiate * 1e6,
             call * 1e6,
         );
+        measured.insert(
+            lang.name.clone(),
+            Measured {
+                call,
+                instantiate,
+                pss_kib: pss,
+            },
+        );
         system.shutdown().await.ok();
+    }
+    // What each SDK adds over its raw bindings, as same-run differences and ratios.
+    for (sdk, raw) in SDK_PAIRS {
+        if let (Some(s), Some(r)) = (measured.get(sdk), measured.get(raw)) {
+            println!(
+                "RESULT runtime=mote workload=languages-sdk lang={sdk} call_overhead_us={:.1} \
+                 call_ratio={:.2} instantiate_ratio={:.2} pss_overhead_kib={}",
+                (s.call - r.call) * 1e6,
+                s.call / r.call,
+                s.instantiate / r.instantiate,
+                s.pss_kib as i64 - r.pss_kib as i64,
+            );
+        }
     }
     Ok(())
 }
@@ -949,7 +1008,7 @@ async fn languages(args: &Args) -> anyhow::Result<()> {
 /// Asks `path` the language's query and waits for the answer.
 async fn query(system: &ActorSystem, path: &str, lang: &Lang) -> anyhow::Result<()> {
     system
-        .ask(path, lang.kind, lang.query.clone(), WAIT)
+        .ask(path, &lang.kind, lang.query.clone(), WAIT)
         .await
         .map(drop)
         .with_context(|| format!("{} actor at {path}", lang.name))
