@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use mote_example_protocol::{Crash, Gate, Relay, Report, Watch};
 use mote_host::{
-    DeadLetterReason, Directive, FailureKind, HostConfig, SendError, SpawnOptions, Strategy,
+    AskError, DeadLetterReason, Directive, FailureKind, HostConfig, SendError, SpawnOptions,
+    Strategy,
 };
 use mote_tests::*;
 
@@ -570,6 +571,18 @@ async fn a_full_mailbox_refuses_with_an_error_outside_and_dead_letters_inside() 
         }
     }
     assert_eq!(refused, 5);
+    // An ask from outside is refused the same way, at once rather than at its deadline.
+    let body = mote_guest::encode(&Crash::Echo(99)).unwrap();
+    let asked = tokio::time::timeout(
+        DEADLINE,
+        system.ask("/user/busy", "Crash", body, Duration::from_secs(3600)),
+    )
+    .await
+    .expect("an ask to a full mailbox answers before its deadline");
+    assert!(
+        matches!(asked, Err(AskError::Send(SendError::MailboxFull { ref path })) if *path == busy.to_string()),
+        "{asked:?}"
+    );
     // From an actor: each refused message is a dead letter naming the reason, sender and target.
     let sender = system
         .spawn("flood", "sequence", b"send /user/busy 0 20")

@@ -163,12 +163,21 @@ pub async fn terminated(system: &ActorSystem, address: &mote_host::Address) {
 }
 
 /// Asks `to` with a typed request and decodes the typed reply, or panics after [`DEADLINE`].
+/// A full mailbox refuses the request at once: it is sent again until there is room.
 pub async fn ask_as<M: Message, R: Message>(system: &ActorSystem, to: &str, msg: &M) -> R {
     let body = mote_guest::encode(msg).expect("encode");
-    let reply = system
-        .ask(to, M::KIND, body, DEADLINE)
-        .await
-        .unwrap_or_else(|e| panic!("ask {to}: {e}"));
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let reply = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match system.ask(to, M::KIND, body.clone(), left).await {
+            Err(mote_host::AskError::Send(mote_host::SendError::MailboxFull { .. }))
+                if !left.is_zero() =>
+            {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            other => break other.unwrap_or_else(|e| panic!("ask {to}: {e}")),
+        }
+    };
     mote_guest::decode(&reply.kind, &reply.body)
         .unwrap_or_else(|e| panic!("unexpected reply {:?} from {to}: {e}", reply.kind))
 }

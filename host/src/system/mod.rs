@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 pub use self::metrics::MetricsQuery;
-use self::outside::{check_outside, from_outside, tell_outside};
+use self::outside::{check_outside, deliver_outside, from_outside, tell_outside};
 pub use self::probe::Probe;
 pub use self::replay::{Dropped, Recovered, Replay, ReplayOptions};
 use self::wiring::Wiring;
@@ -464,7 +464,8 @@ impl ActorSystem {
     }
 
     /// Asks from outside: sends the request with a fresh `/system/ask/<id>` sender and waits for
-    /// the first reply, at most `timeout`.
+    /// the first reply, at most `timeout`; a request refused as a tell would be (a full mailbox)
+    /// is that error at once.
     pub async fn ask(
         &self,
         to: &str,
@@ -480,8 +481,12 @@ impl ActorSystem {
             Answer::Outside(tx),
             &self.caps.messaging.open_asks,
         ) {
-            let request = from_outside(Some(endpoint), kind, body);
-            self.kernel.tell_address(path.as_str(), None, request);
+            let request = from_outside(Some(endpoint.clone()), kind, body);
+            // A request that was not queued (a full mailbox) fails now, not at the deadline.
+            if let Err(refused) = deliver_outside(&self.kernel, &path, request) {
+                ask::withdraw(&self.kernel, &endpoint);
+                return Err(refused.into());
+            }
         }
         rx.await.unwrap_or(Err(AskError::Timeout(timeout)))
     }

@@ -43,9 +43,17 @@ pub(super) fn tell_outside(
     body: Vec<u8>,
 ) -> Result<(), SendError> {
     let path = check_outside(kernel, to, &body)?;
-    let envelope = from_outside(sender, kind, body);
+    deliver_outside(kernel, &path, from_outside(sender, kind, body))
+}
+
+/// Queues a message from outside at `path`: a full mailbox or link is the caller's error, as
+/// on one host (nothing was queued); any other undeliverable message is a dead letter.
+pub(super) fn deliver_outside(
+    kernel: &Arc<Kernel>,
+    path: &ActorPath,
+    envelope: Envelope,
+) -> Result<(), SendError> {
     match kernel.deliver(path.as_str(), None, envelope) {
-        // From outside, a full mailbox or link is an error, as on one host: nothing was queued.
         Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
             Err(SendError::MailboxFull {
                 path: undelivered.target,

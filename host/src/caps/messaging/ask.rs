@@ -140,6 +140,16 @@ pub(crate) fn endpoint(
     Some(endpoint)
 }
 
+/// Ends an endpoint whose request was never sent: it stops waiting and leaves the registry now,
+/// not at its deadline.
+pub(crate) fn withdraw(kernel: &Kernel, endpoint: &Address) {
+    if let Some(handle) = kernel.registry.get(endpoint.path.as_str())
+        && handle.address.incarnation == endpoint.incarnation
+    {
+        let _ = handle.user.send(UserMsg::PoisonPill);
+    }
+}
+
 fn unreachable_path(id: u64) {
     tracing::error!(id, "could not register an ask endpoint");
 }
