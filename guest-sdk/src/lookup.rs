@@ -16,4 +16,10 @@ impl Context {
     pub fn resolve(&self, path: &str) -> Option<Address> {
         lookup::resolve(path)
     }
+
+    /// How many messages wait in the mailbox of the live actor at `path` (absolute or
+    /// relative); `None` if no actor lives there on this node.
+    pub fn mailbox_depth(&self, path: &str) -> Option<u32> {
+        lookup::mailbox_depth(path)
+    }
 }

@@ -2,8 +2,9 @@
 //! (Dust §2.4, Akka `forward`), so the end of a chain answers the original requester.
 //!
 //! Invariants:
-//! - A forwarded message carries the sender of the message the current call handles, never one
-//!   the guest names: forwarding cannot forge a sender.
+//! - A forwarded message carries the sender of the message the current call handles (or of
+//!   the last one it took from its stash), never one the guest names: forwarding cannot forge
+//!   a sender.
 //! - A forward is a send: the same size, kind and path bounds, and held like any send of a
 //!   persistent actor's step.
 

@@ -4,7 +4,8 @@
 //! - `children` lists exactly the children the actor's core holds: spawned and not yet
 //!   terminated (bounded by its descendants quota).
 //! - `resolve` reads the registry: the incarnation living at the path now, or none; a path
-//!   past the length bound is refused like any path (and counted).
+//!   past the length bound is refused like any path (and counted). `mailbox-depth` reads the
+//!   same entry's queued count, and is bounded the same way.
 
 use wasmtime::component::Linker;
 
@@ -47,5 +48,12 @@ impl lookup::Host for Call<'_, Lookup> {
         let path = self.actor.me.path.select(&path).ok()?;
         let actor = self.actor.kernel.registry.get(path.as_str())?;
         Some(to_wit_address(actor.address))
+    }
+
+    fn mailbox_depth(&mut self, path: String) -> Option<u32> {
+        self.actor.check_path(&path).ok()?;
+        let path = self.actor.me.path.select(&path).ok()?;
+        let actor = self.actor.kernel.registry.get(path.as_str())?;
+        Some(u32::try_from(actor.depth.messages()).unwrap_or(u32::MAX))
     }
 }

@@ -187,6 +187,9 @@ impl wit::Host for Call<'_, Stashing> {
         if let Some(receipt) = envelope.receipt.take() {
             self.actor.step.consume(receipt);
         }
+        // This call handles it now: a forward passes its sender on (a throttle's or a
+        // queue's relay), still never a sender the guest names.
+        self.actor.current_sender = envelope.sender.clone();
         Some(to_wit(envelope))
     }
 }
