@@ -1,7 +1,11 @@
 //! Builds the example actors in `example-actors/` to wasm32-wasip2 components, the way
 //! wasmtime's `test-programs/artifacts` does, and tells the crate where they are. This is the
-//! only build script of the workspace that runs cargo, pip or npm: an embedder who depends on
+//! only build script of the workspace that runs pip or npm (`mote-patterns` runs cargo for its
+//! components too, through the same `rust_guests.rs`): an embedder who depends on
 //! `mote-host` alone runs none of them.
+
+#[path = "rust_guests.rs"]
+mod rust_guests;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,40 +45,7 @@ fn main() {
             println!("cargo:rerun-if-changed={}", path.display());
         }
     }
-    ensure_target();
-    let target_dir = examples.join("target");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&examples)
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--target-dir",
-        ])
-        .arg(&target_dir);
-    // Settings meant for the host build must not leak into the guest build.
-    for var in [
-        "CARGO_TARGET_DIR",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_MANIFEST_PATH",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd
-        .status()
-        .expect("failed to run cargo for the example actors");
-    assert!(
-        status.success(),
-        "building example-actors for wasm32-wasip2 failed"
-    );
-    let out = target_dir.join("wasm32-wasip2").join("release");
+    let out = rust_guests::build(&examples, &[]);
     python::build(&root, &examples, &out);
     js::build(&root, &examples, &out);
     c::build(&root, &examples, &out);
@@ -222,23 +193,6 @@ fn newest(dirs: &[&Path]) -> SystemTime {
         }
     }
     newest
-}
-
-/// Installs the wasm32-wasip2 target through rustup if the toolchain lacks it.
-fn ensure_target() {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let sysroot = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let installed = sysroot.is_some_and(|s| s.join("lib/rustlib/wasm32-wasip2").exists());
-    if !installed {
-        println!("cargo:warning=installing the wasm32-wasip2 target with rustup");
-        let _ = Command::new("rustup")
-            .args(["target", "add", "wasm32-wasip2"])
-            .status();
-    }
 }
 
 /// The JavaScript example actors: componentize-js from the npm registry in a project-local

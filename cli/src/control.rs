@@ -46,6 +46,11 @@ pub(crate) enum Request {
         timeout_ms: u64,
     },
     Tree,
+    DeployBuiltin {
+        builtin: String,
+        name: String,
+        version: String,
+    },
     Deploy {
         path: PathBuf,
         name: String,
@@ -415,6 +420,19 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
             let system = system.clone();
             let deployed = tokio::task::spawn_blocking(move || {
                 system.deploy_path(&name, &version, &path, &grants)
+            })
+            .await??;
+            response.deployed = Some(deployed);
+        }
+        Request::DeployBuiltin {
+            builtin,
+            name,
+            version,
+        } => {
+            let bytes = super::builtin::component(&builtin)?;
+            let system = system.clone();
+            let deployed = tokio::task::spawn_blocking(move || {
+                system.deploy_granted(&name, &version, bytes, &[])
             })
             .await??;
             response.deployed = Some(deployed);

@@ -1,6 +1,7 @@
 //! The `mote` command line: parses arguments, sets up logging and a runtime, and hands over to a
 //! subcommand. Errors are printed as one line with their cause chain.
 
+mod builtin;
 mod control;
 mod dashboard;
 mod demo;
@@ -147,13 +148,18 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
-    /// Deploy a `.wasm` component to a running host as a module version.
+    /// Deploy a `.wasm` component to a running host as a module version, or a module `mote`
+    /// ships (`--builtin throttle`, `--builtin patterns` for every pattern).
     Deploy {
         /// The component file.
-        file: PathBuf,
-        /// The module name.
+        #[arg(required_unless_present = "builtin", conflicts_with = "builtin")]
+        file: Option<PathBuf>,
+        /// A built-in module instead of a file: a pattern's name, or `patterns` for all.
         #[arg(long)]
-        name: String,
+        builtin: Option<String>,
+        /// The module name (a built-in's defaults to its own).
+        #[arg(long, required_unless_present = "builtin")]
+        name: Option<String>,
         /// The version.
         #[arg(long, default_value = mote_host::DEFAULT_VERSION)]
         version: String,
@@ -440,23 +446,44 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Deploy {
             file,
+            builtin,
             name,
             version,
             grants,
             control,
         } => {
-            let path = std::fs::canonicalize(&file)
-                .with_context(|| format!("cannot read module file {}", file.display()))?;
-            let request = control::Request::Deploy {
-                path,
-                name: name.clone(),
-                version: version.clone(),
-                grants,
-            };
-            let response = control::request(&control, &request).await?;
-            match response.deployed {
-                Some(true) => println!("deployed {name}@{version}"),
-                _ => println!("{name}@{version} was already deployed with these bytes"),
+            let mut requests = Vec::new();
+            if let Some(builtin) = builtin {
+                let found = builtin::resolve(&builtin)?;
+                if found.len() > 1 && name.is_some() {
+                    anyhow::bail!("--name names one module; `{builtin}` stands for several");
+                }
+                for (pattern, _) in found {
+                    let name = name.clone().unwrap_or_else(|| pattern.to_owned());
+                    let request = control::Request::DeployBuiltin {
+                        builtin: pattern.to_owned(),
+                        name: name.clone(),
+                        version: version.clone(),
+                    };
+                    requests.push((name, request));
+                }
+            } else if let (Some(file), Some(name)) = (file, name) {
+                let path = std::fs::canonicalize(&file)
+                    .with_context(|| format!("cannot read module file {}", file.display()))?;
+                let request = control::Request::Deploy {
+                    path,
+                    name: name.clone(),
+                    version: version.clone(),
+                    grants,
+                };
+                requests.push((name, request));
+            }
+            for (name, request) in requests {
+                let response = control::request(&control, &request).await?;
+                match response.deployed {
+                    Some(true) => println!("deployed {name}@{version}"),
+                    _ => println!("{name}@{version} was already deployed with these bytes"),
+                }
             }
             Ok(())
         }

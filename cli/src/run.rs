@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use mote_host::{
-    ActorSystem, ClusterConfig, ClusterError, EntityOptions, HostConfig, Manifest, StorageBackend,
-    StoreConfig,
+    ActorSystem, ClusterConfig, ClusterError, EntityOptions, HostConfig, Manifest, ModuleSource,
+    StorageBackend, StoreConfig,
 };
 
 /// How `--cluster` joins: what the command line gave, over the manifest's `[cluster]`.
@@ -127,7 +127,16 @@ pub(crate) async fn run(
     }
     let _bars = super::progress::show(&system);
     for module in &manifest.modules {
-        system.deploy_path(&module.name, &module.version, &module.path, &module.grants)?;
+        match &module.source {
+            ModuleSource::File(path) => {
+                system.deploy_path(&module.name, &module.version, path, &module.grants)?;
+            }
+            ModuleSource::Builtin(builtin) => {
+                let bytes = super::builtin::component(builtin)
+                    .with_context(|| format!("module {}", module.name))?;
+                system.deploy_granted(&module.name, &module.version, bytes, &module.grants)?;
+            }
+        }
     }
     for entity in &manifest.entities {
         let options = EntityOptions {

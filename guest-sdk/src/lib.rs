@@ -325,6 +325,7 @@ pub mod lookup;
 pub mod message;
 pub mod messaging;
 pub mod naming;
+pub mod patterns;
 pub mod persistence;
 pub mod priority;
 mod routing;

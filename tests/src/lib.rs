@@ -39,6 +39,18 @@ pub fn system_configured(mut config: HostConfig, modules: &[&str]) -> ActorSyste
     system
 }
 
+/// A system with the named pattern components deployed from the bytes `mote` embeds
+/// (`mote-patterns`), and the named example modules.
+pub fn system_with_patterns(patterns: &[&str], examples: &[&str]) -> ActorSystem {
+    let system = system_configured(HostConfig::new(), examples);
+    for name in patterns {
+        let bytes = mote_patterns::component(name)
+            .unwrap_or_else(|| panic!("mote-patterns embeds no {name}"));
+        system.deploy(name, bytes).expect("deploy pattern");
+    }
+    system
+}
+
 /// The compiled-module cache the tests share: `target/<profile>/mote-module-cache`.
 pub fn module_cache() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");

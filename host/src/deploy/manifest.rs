@@ -7,6 +7,10 @@
 //! version = "1.0.0"          # optional (default "0"); the first listed version of a name is current
 //! grant = ["wasi:http"]      # optional: beyond mote:actor and WASI clocks/random/stdio
 //!
+//! [[module]]
+//! builtin = "throttle"       # a component the embedder ships (`mote`: its patterns) instead
+//! # name = "slow"            # of a path; the name defaults to the built-in's
+//!
 //! [[actor]]
 //! path = "/user/ping"        # top-level actors only: children are spawned by their parents
 //! module = "pingpong"
@@ -130,8 +134,17 @@ pub struct ModuleSpec {
     pub version: String,
     /// What it is granted beyond the defaults (`wasi:http`).
     pub grants: Vec<String>,
-    /// The `.wasm` file, resolved against the manifest's folder.
-    pub path: PathBuf,
+    /// Where its component comes from.
+    pub source: ModuleSource,
+}
+
+/// Where a module's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// A `.wasm` file, resolved against the manifest's folder.
+    File(PathBuf),
+    /// A component the embedder ships under this name (the `mote` binary: its patterns).
+    Builtin(String),
 }
 
 /// One `[[actor]]` entry.
@@ -276,10 +289,18 @@ struct RawEntity {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawModule {
-    name: String,
-    path: PathBuf,
+    name: Option<String>,
+    path: Option<PathBuf>,
+    builtin: Option<String>,
     version: Option<String>,
     #[serde(default)]
+    grant: Vec<String>,
+}
+
+/// A module entry once its source is known.
+struct NamedModule {
+    name: String,
+    version: Option<String>,
     grant: Vec<String>,
 }
 
@@ -340,6 +361,33 @@ impl Manifest {
         let mut versions = HashSet::new();
         let mut modules = Vec::new();
         for m in raw.module {
+            let (name, source) = match (m.name, m.path, m.builtin) {
+                (Some(name), Some(path), None) => (name, ModuleSource::File(base.join(path))),
+                (name, None, Some(builtin)) => (
+                    name.unwrap_or_else(|| builtin.clone()),
+                    ModuleSource::Builtin(builtin),
+                ),
+                (name, Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "module {:?}: give a path or a builtin, not both",
+                        name.unwrap_or_default()
+                    )));
+                }
+                (None, Some(path), None) => {
+                    return Err(invalid(format!("module at {path:?}: it needs a name")));
+                }
+                (name, None, None) => {
+                    return Err(invalid(format!(
+                        "module {:?}: it needs a path (a .wasm file) or a builtin",
+                        name.unwrap_or_default()
+                    )));
+                }
+            };
+            let m = NamedModule {
+                name,
+                version: m.version,
+                grant: m.grant,
+            };
             let version = m.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
             if !versions.insert((m.name.clone(), version.clone())) {
                 return Err(invalid(format!(
@@ -361,7 +409,7 @@ impl Manifest {
                 name: m.name,
                 grants: m.grant,
                 version,
-                path: base.join(m.path),
+                source,
             });
         }
         let mut paths = HashSet::new();
@@ -586,7 +634,10 @@ mod tests {
             "[[module]]\nname = \"pingpong\"\npath = \"p.wasm\"\n\n[[actor]]\npath = \"/user/ping\"\nmodule = \"pingpong\"\ninit = \"pong\"\n",
         )
         .unwrap();
-        assert_eq!(m.modules[0].path, PathBuf::from("/base/p.wasm"));
+        assert_eq!(
+            m.modules[0].source,
+            ModuleSource::File(PathBuf::from("/base/p.wasm"))
+        );
         assert_eq!(m.actors[0].path.as_str(), "/user/ping");
         assert_eq!(m.actors[0].init, b"pong");
     }
@@ -604,6 +655,20 @@ mod tests {
             err.starts_with("m.toml:4:") && err.contains("colour"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_builtin_module_is_named_after_it_and_excludes_a_path() {
+        let m = parse("[[module]]\nbuiltin = \"throttle\"\n[[module]]\nname = \"slow\"\nbuiltin = \"throttle\"\nversion = \"2\"\n").unwrap();
+        assert_eq!(m.modules[0].name, "throttle");
+        assert_eq!(m.modules[0].source, ModuleSource::Builtin("throttle".into()));
+        assert_eq!((m.modules[1].name.as_str(), m.modules[1].version.as_str()), ("slow", "2"));
+        let both = parse("[[module]]\nname = \"t\"\npath = \"t.wasm\"\nbuiltin = \"throttle\"\n");
+        assert!(both.unwrap_err().to_string().contains("not both"));
+        let neither = parse("[[module]]\nname = \"t\"\n");
+        assert!(neither.unwrap_err().to_string().contains("a path (a .wasm file) or a builtin"));
+        let nameless = parse("[[module]]\npath = \"t.wasm\"\n");
+        assert!(nameless.unwrap_err().to_string().contains("needs a name"));
     }
 
     #[test]

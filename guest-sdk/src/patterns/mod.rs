@@ -1,0 +1,20 @@
+//! Typed messages for the pattern components that ship inside `mote` (the `mote-patterns`
+//! crate; sources in `example-actors/patterns/`). Each pattern speaks JSON, so an actor in any
+//! language can use it; these types are its schema for Rust actors (and for the components
+//! themselves). A pattern's configuration is its spawn `init`: encode it with [`init`].
+//!
+//! Kinds are `<pattern>.<verb>`; every other kind is a message the pattern passes on
+//! untouched, with its original sender.
+
+pub mod throttle;
+
+/// The JSON `init` bytes of a pattern's configuration, for `spawn`.
+pub fn init<C: serde::Serialize>(config: &C) -> Vec<u8> {
+    serde_json::to_vec(config).unwrap_or_default()
+}
+
+/// A pattern's configuration from its `init` bytes, or a message naming what is wrong.
+pub fn config<C: serde::de::DeserializeOwned>(pattern: &str, init: &[u8]) -> crate::Result<C> {
+    serde_json::from_slice(init)
+        .map_err(|e| crate::Error::msg(format!("{pattern}: bad configuration: {e}")))
+}
