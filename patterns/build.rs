@@ -37,8 +37,12 @@ fn main() {
         let out = rust_guests::build(&examples, &packages);
         for name in &names {
             let wasm = out.join(format!("{}.wasm", name.replace('-', "_")));
-            writeln!(table, "    ({name:?}, include_bytes!({:?})),", wasm.display())
-                .expect("writing to a String");
+            writeln!(
+                table,
+                "    ({name:?}, include_bytes!({:?})),",
+                wasm.display()
+            )
+            .expect("writing to a String");
         }
     }
     table.push(']');

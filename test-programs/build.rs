@@ -8,7 +8,6 @@
 mod rust_guests;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::SystemTime;
 
 fn main() {

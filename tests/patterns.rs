@@ -32,7 +32,7 @@ async fn a_throttle_passes_messages_on_in_order_with_their_sender_no_faster_than
         let envelope = next(&mut sink).await;
         assert_eq!(
             envelope.sender.as_ref(),
-            Some(&source.address()),
+            Some(source.address()),
             "the original sender"
         );
         let got: Counter = mote_guest::decode(&envelope.kind, &envelope.body).unwrap();
@@ -45,7 +45,10 @@ async fn a_throttle_passes_messages_on_in_order_with_their_sender_no_faster_than
     );
     let status: throttle::Status =
         ask_as(&system, "/user/t", &throttle::GetStatus::default()).await;
-    assert_eq!((status.forwarded, status.queued, status.refused), (10, 0, 0));
+    assert_eq!(
+        (status.forwarded, status.queued, status.refused),
+        (10, 0, 0)
+    );
     system.shutdown().await.unwrap();
 }
 
@@ -92,7 +95,8 @@ async fn a_full_throttle_queue_turns_the_surplus_into_dead_letters_and_a_new_rat
             .expect("the dead-letter stream");
         assert_eq!(letter.reason, DeadLetterReason::Rejected);
         assert_eq!(letter.target, t.to_string());
-        let refused: Counter = mote_guest::decode(&letter.envelope.kind, &letter.envelope.body).unwrap();
+        let refused: Counter =
+            mote_guest::decode(&letter.envelope.kind, &letter.envelope.body).unwrap();
         assert_eq!(refused, Counter::Add(n), "the newest are refused");
     }
     let status: throttle::Status =
@@ -111,7 +115,11 @@ async fn a_full_throttle_queue_turns_the_surplus_into_dead_letters_and_a_new_rat
         assert_eq!(next_as::<Counter>(&mut sink).await, Counter::Add(n));
     }
     // A bad rate is the sender's error: a dead letter, and the throttle goes on.
-    control(&system, "/user/t", &throttle::SetRate { rate: 0, per_ms: 1 });
+    control(
+        &system,
+        "/user/t",
+        &throttle::SetRate { rate: 0, per_ms: 1 },
+    );
     let letter = tokio::time::timeout(DEADLINE, letters.recv())
         .await
         .expect("a dead letter in time")

@@ -954,3 +954,78 @@ fn deploy_and_upgrade_stream_their_progress_before_the_answer() {
     );
     assert_eq!(updates.last().unwrap()["progress"]["outcome"], "ok");
 }
+
+#[test]
+fn builtin_patterns_deploy_from_a_manifest_and_to_a_running_host() {
+    let dir = scratch("builtin");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "throttled.toml",
+        &format!(
+            "[[module]]\nbuiltin = \"throttle\"\n\n[[module]]\nname = \"counter\"\npath = {:?}\n\n\
+             [[actor]]\npath = \"/user/c\"\nmodule = \"counter\"\n\n\
+             [[actor]]\npath = \"/user/t\"\nmodule = \"throttle\"\ninit = '{{\"target\": \"/user/c\", \"rate\": 100}}'\n",
+            example("counter")
+        ),
+    );
+    let socket_arg = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, socket_arg, 30);
+    // Counter::Add(5) through the throttle, then an ask through it: the counter answers the
+    // asker itself ([2, 5] is Value(5)).
+    mote_ok(&[
+        "send",
+        "/user/t",
+        "Counter",
+        "--hex",
+        "0005",
+        "--control",
+        socket_arg,
+    ]);
+    let out = mote_ok(&[
+        "ask",
+        "/user/t",
+        "Counter",
+        "--hex",
+        "01",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(
+        out.contains("reply from /user/c#") && out.contains("kind=Counter body=0205"),
+        "{out}"
+    );
+
+    let out = mote_ok(&["deploy", "--builtin", "patterns", "--control", socket_arg]);
+    assert!(
+        out.contains("throttle@0 was already deployed with these bytes"),
+        "{out}"
+    );
+    let modules = mote_ok(&["modules", "--control", socket_arg]);
+    for name in mote_patterns::names() {
+        assert!(modules.contains(&format!("{name}@0 sha256:")), "{modules}");
+    }
+    let out = mote_ok(&[
+        "deploy",
+        "--builtin",
+        "throttle",
+        "--name",
+        "slow",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(out.contains("deployed slow@0"), "{out}");
+    let line = one_line_error(&mote(&[
+        "deploy",
+        "--builtin",
+        "nope",
+        "--control",
+        socket_arg,
+    ]));
+    assert!(line.contains("no built-in module \"nope\""), "{line}");
+
+    // A manifest naming a built-in that does not exist stops with one line naming it.
+    let bad = write(&dir, "bad.toml", "[[module]]\nbuiltin = \"nope\"\n");
+    let line = one_line_error(&mote(&["run", bad.to_str().unwrap()]));
+    assert!(line.contains("no built-in module \"nope\""), "{line}");
+}

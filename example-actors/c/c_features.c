@@ -26,7 +26,8 @@
  *   gives it up (`unaliased` 1 if it held it);
  * - `delivery` sets at-most-once delivery, reads it back and sets at-least-once again
  *   (`delivery` 1 if it read at-most-once);
- * - `inspect` reports `resolved` 1 if its own path resolves to its own incarnation, and `clock`
+ * - `inspect` reports `resolved` 1 if its own path resolves to its own incarnation, `depth` 1 if
+ *   its own mailbox has a depth and a path nobody lives at has none, and `clock`
  *   1 if its clock has advanced since `mote_start`.
  */
 #include <stdlib.h>
@@ -149,7 +150,10 @@ static const char *inspect(void) {
         mote_address_free(&found);
     }
     const char *error = report("resolved", resolved);
-    return error ? error : report("clock", mote_since_start() > started_at);
+    if (!error) error = report("clock", mote_since_start() > started_at);
+    uint32_t depth;
+    bool depths = mote_mailbox_depth(my_path, &depth) && !mote_mailbox_depth("/user/nobody", NULL);
+    return error ? error : report("depth", depths);
 }
 
 const char *mote_receive(const mote_msg_t *msg) {

@@ -524,6 +524,15 @@ bool mote_resolve(const char *path, mote_address_t *address) {
     return true;
 }
 
+bool mote_mailbox_depth(const char *path, uint32_t *depth) {
+    mote_world_string_t p = str_of(path);
+    uint32_t found;
+    if (!mote_actor_lookup_mailbox_depth(&p, &found))
+        return false;
+    if (depth) *depth = found;
+    return true;
+}
+
 void mote_children(mote_address_t **children, size_t *count) {
     mote_actor_lookup_list_address_t list;
     mote_actor_lookup_children(&list);

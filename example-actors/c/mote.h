@@ -190,6 +190,8 @@ void mote_msg_free(mote_msg_t *msg);
 /* The live actor at `path` (absolute or relative), into `address` (free it with
  * `mote_address_free`); false if none lives there. */
 bool mote_resolve(const char *path, mote_address_t *address);
+/* The messages waiting for the live actor at `path`, into `depth`; false if none lives here. */
+bool mote_mailbox_depth(const char *path, uint32_t *depth);
 /* This actor's live children: an array of `*count` addresses (NULL if none), freed with
  * `mote_children_free`. */
 void mote_children(mote_address_t **children, size_t *count);

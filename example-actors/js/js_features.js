@@ -89,6 +89,9 @@ class Features extends Actor {
         const found = ctx.resolve(me.path);
         this.report(ctx, 'resolved', found?.incarnation === me.incarnation ? 1 : 0);
         this.report(ctx, 'clock', ctx.sinceStart() > 0 ? 1 : 0);
+        const depth = ctx.mailboxDepth(me.path);
+        const nobody = ctx.mailboxDepth('/user/nobody');
+        this.report(ctx, 'depth', depth !== undefined && nobody === undefined ? 1 : 0);
         break;
       }
       default:

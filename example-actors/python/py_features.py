@@ -24,7 +24,8 @@ to topic `features` and joins group `workers`. Each report is the protocol's `Re
 - `alias` takes the alias `feat` (`aliased` 1 if it got `/system/alias/feat`), `unalias` gives
   it up (`unaliased` 1 if it held it); `delivery` sets at-most-once delivery, reads it back and
   sets at-least-once again (`delivery` 1 if it read at-most-once);
-- `inspect` reports `resolved` 1 if its own path resolves to its own incarnation, and `clock` 1
+- `inspect` reports `resolved` 1 if its own path resolves to its own incarnation, `depth` 1 if
+  its own mailbox has a depth and a path nobody lives at has none, and `clock` 1
   if its clock has advanced since `start`.
 """
 
@@ -100,6 +101,9 @@ class Features(mote.Actor):
                 mine = found is not None and found.incarnation == self.me.incarnation
                 self.report(ctx, "resolved", mine)
                 self.report(ctx, "clock", ctx.since_start() > self.started_at)
+                depth = ctx.mailbox_depth(self.me.path)
+                nobody = ctx.mailbox_depth("/user/nobody")
+                self.report(ctx, "depth", depth is not None and nobody is None)
             case _:
                 ctx.warn(f"unhandled message of kind `{env.kind}`")
 

@@ -113,8 +113,8 @@ pub use deploy::cache::ModuleStats;
 pub use deploy::canary::{Canary, CanaryFigures, CanaryOutcome, CanaryVerdict, RollbackReason};
 pub use deploy::checks::CONTRACT_VERSION;
 pub use deploy::manifest::{
-    ActorSpec, Backend as StorageBackend, ClusterSpec, EntitySpec, Manifest, ModuleSource, ModuleSpec,
-    decode_hex,
+    ActorSpec, Backend as StorageBackend, ClusterSpec, EntitySpec, Manifest, ModuleSource,
+    ModuleSpec, decode_hex,
 };
 pub use deploy::modules::{DEFAULT_VERSION, ModuleInfo};
 pub use deploy::upgrade::{

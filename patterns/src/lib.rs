@@ -43,7 +43,11 @@ mod tests {
         assert_eq!(all.len(), names().count());
         for (name, bytes) in all {
             // The component-model preamble: magic, then version 0x0d and layer 1.
-            assert_eq!(&bytes[..8], b"\0asm\x0d\0\x01\0", "{name} is not a component");
+            assert_eq!(
+                &bytes[..8],
+                b"\0asm\x0d\0\x01\0",
+                "{name} is not a component"
+            );
             assert_eq!(component(name), Some(bytes));
         }
         assert!(component("no-such-pattern").is_none());

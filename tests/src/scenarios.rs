@@ -380,6 +380,12 @@ pub async fn features_work_through_mote(module: &str) {
             (who, 1),
             "the clock runs"
         );
+        let (depth, _) = report_of(&mut probe, &["depth"]).await;
+        assert_eq!(
+            (depth.from.as_str(), depth.value),
+            (who, 1),
+            "lookup.mailbox-depth: its own mailbox has a depth, nobody's has none"
+        );
     }
 
     // ask: the reply reaches the `answered` hook; an unanswered ask its `ask_timeout` hook.

@@ -512,6 +512,11 @@ export class Context {
     return wit.lookup.resolve(path);
   }
 
+  /** Messages waiting for the live actor at `path`, or `undefined` if none lives here. */
+  mailboxDepth(path) {
+    return wit.lookup.mailboxDepth(path);
+  }
+
   /** Gives this actor the second name `/system/alias/<name>`; returns that path. */
   alias(name) {
     return call(`alias ${name}`, wit.naming.alias, name);

@@ -215,6 +215,7 @@ export class Context {
 
   children(): Address[];
   resolve(path: string): Address | undefined;
+  mailboxDepth(path: string): number | undefined;
   alias(name: string): string;
   unalias(name: string): boolean;
 

@@ -427,6 +427,10 @@ class Context:
     def resolve(self, path):
         return _wit.lookup.resolve(path)
 
+    def mailbox_depth(self, path):
+        """Messages waiting for the live actor at `path`, or None if none lives here."""
+        return _wit.lookup.mailbox_depth(path)
+
     def alias(self, name):
         return _call(f"alias {name}", _wit.naming.alias, name)
 

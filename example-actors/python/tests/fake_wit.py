@@ -331,7 +331,7 @@ def install():
         "forwarding": dict(forward=_recorder("forward"), forward_path=_recorder("forward_path")),
         "priority": dict(tell_urgent=_recorder("tell_urgent"),
                          tell_path_urgent=_recorder("tell_path_urgent")),
-        "lookup": dict(children=lambda: [], resolve=lambda path: None),
+        "lookup": dict(children=lambda: [], resolve=lambda path: None, mailbox_depth=lambda path: None),
         "naming": dict(alias=_recorder("alias", lambda n: "/system/alias/" + n),
                        unalias=_recorder("unalias", lambda n: True)),
         "lifecycle": dict(deactivate=_recorder("deactivate", lambda c: True),

@@ -661,12 +661,23 @@ mod tests {
     fn a_builtin_module_is_named_after_it_and_excludes_a_path() {
         let m = parse("[[module]]\nbuiltin = \"throttle\"\n[[module]]\nname = \"slow\"\nbuiltin = \"throttle\"\nversion = \"2\"\n").unwrap();
         assert_eq!(m.modules[0].name, "throttle");
-        assert_eq!(m.modules[0].source, ModuleSource::Builtin("throttle".into()));
-        assert_eq!((m.modules[1].name.as_str(), m.modules[1].version.as_str()), ("slow", "2"));
+        assert_eq!(
+            m.modules[0].source,
+            ModuleSource::Builtin("throttle".into())
+        );
+        assert_eq!(
+            (m.modules[1].name.as_str(), m.modules[1].version.as_str()),
+            ("slow", "2")
+        );
         let both = parse("[[module]]\nname = \"t\"\npath = \"t.wasm\"\nbuiltin = \"throttle\"\n");
         assert!(both.unwrap_err().to_string().contains("not both"));
         let neither = parse("[[module]]\nname = \"t\"\n");
-        assert!(neither.unwrap_err().to_string().contains("a path (a .wasm file) or a builtin"));
+        assert!(
+            neither
+                .unwrap_err()
+                .to_string()
+                .contains("a path (a .wasm file) or a builtin")
+        );
         let nameless = parse("[[module]]\npath = \"t.wasm\"\n");
         assert!(nameless.unwrap_err().to_string().contains("needs a name"));
     }

@@ -195,6 +195,7 @@ export const tellPathUrgent = (to, kind, body) => record('tellPathUrgent', to, k
 // lookup and naming
 export const children = () => [{ path: `${fake.self.path}/c0`, incarnation: 9n }];
 export const resolve = (path) => (path === fake.self.path ? fake.self : undefined);
+export const mailboxDepth = (path) => (path === fake.self.path ? 0 : undefined);
 export function alias(name) {
   record('alias', name);
   return `/system/alias/${name}`;
