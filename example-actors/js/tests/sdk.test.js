@@ -460,3 +460,20 @@ test('http call-outs: the request goes out, the outcome comes to httpResponse', 
   actor.receive(msg('mote.http.response', idBytes, undefined));
   assert.deepEqual(outcomes, [[true, 'ok', 200]]);
 });
+
+test('pattern messages keep the Rust schema: a configuration is the JSON init', async () => {
+  const { init, throttle } = await import('../mote/patterns.js');
+  const config = new throttle.Config({ target: '/user/sink', rate: 10, burst: 2 });
+  assert.deepEqual(json(init(config)), {
+    per_ms: 1000,
+    queue: 1000,
+    target: '/user/sink',
+    rate: 10,
+    burst: 2,
+  });
+  assert.equal(throttle.SetRate.kind, 'throttle.set-rate');
+  assert.deepEqual(json(encode(new throttle.GetStatus())), {});
+  const status = decodeAs(throttle.Status, encode({ queued: 1, forwarded: 2, refused: 0, rate: 10, per_ms: 1000 }));
+  assert.ok(status instanceof throttle.Status);
+  assert.deepEqual([status.queued, status.forwarded], [1, 2]);
+});

@@ -13,6 +13,13 @@ import {
   text,
   type Address,
 } from '../mote/index.js';
+import { init, throttle } from '../mote/patterns.js';
+
+// A pattern's configuration is typed, and its replies decode to their class.
+const slowInit: Uint8Array = init(new throttle.Config({ target: '/user/sink', rate: 10 }));
+const rate: number = new throttle.SetRate({ rate: 5 }).rate;
+const queued: number = throttle.Status.fromJSON({ queued: 1 }).queued;
+void [slowInit, rate, queued];
 
 class Order {
   static kind = 'order';

@@ -513,5 +513,23 @@ class Exports(unittest.TestCase):
         gc.unfreeze()
 
 
+class Patterns(unittest.TestCase):
+    """The pattern components' messages keep the Rust SDK's JSON schema (checked end to end by
+    the mixed-language pattern test)."""
+
+    def test_a_configuration_is_the_json_init_and_replies_decode_typed(self):
+        from mote.patterns import init, throttle
+
+        config = throttle.Config(target="/user/sink", rate=10, burst=2)
+        self.assertEqual(json.loads(init(config)),
+                         {"target": "/user/sink", "rate": 10, "per_ms": 1000, "burst": 2,
+                          "queue": 1000})
+        self.assertEqual(mote.kind_of(throttle.SetRate), "throttle.set-rate")
+        self.assertEqual(mote.encode(throttle.GetStatus()), b"{}")
+        status = mote.decode_as(throttle.Status, b'{"queued":1,"forwarded":2,"refused":0,'
+                                                 b'"rate":10,"per_ms":1000}')
+        self.assertEqual((status.queued, status.forwarded), (1, 2))
+
+
 if __name__ == "__main__":
     unittest.main()
