@@ -1,5 +1,5 @@
-//! `mote demo`: deploys the example actors and shows ping-pong, a small tree, supervision and
-//! durable entities at work.
+//! `mote demo`: deploys the example actors and shows ping-pong, a small tree, supervision,
+//! durable entities, a hot swap and a built-in pattern (the throttle) at work.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -30,6 +30,14 @@ enum Relay {
 #[derive(Serialize)]
 enum Crash {
     Panic,
+}
+
+/// Mirror of the example protocol's `Counter`.
+#[derive(Serialize, Deserialize)]
+enum Counter {
+    Add(u64),
+    Get,
+    Value(u64),
 }
 
 /// Mirror of the example protocol's `Entity`.
@@ -203,6 +211,7 @@ pub(crate) async fn demo(db: &Path, http: Option<SocketAddr>) -> anyhow::Result<
 
     durable_entities(&system).await?;
     hot_swap(&system).await?;
+    throttled(&system).await?;
 
     if dashboard.is_some() {
         println!("\nthe demo's actors keep running for the dashboard; Ctrl-C ends the demo");
@@ -345,6 +354,46 @@ async fn hot_swap(system: &ActorSystem) -> anyhow::Result<()> {
     );
     if state.count != 1100 || state.out_of_order != 0 {
         bail!("the hot swaps lost or reordered messages");
+    }
+    Ok(())
+}
+
+/// A pattern component `mote` ships: the built-in throttle in front of a counter.
+async fn throttled(system: &ActorSystem) -> anyhow::Result<()> {
+    println!(
+        "\n== patterns: /user/slow, the built-in throttle, passes messages on to /user/total at 20 a second"
+    );
+    system.deploy("throttle", crate::builtin::component("throttle")?)?;
+    system.spawn("total", "counter", b"")?;
+    let config = serde_json::json!({"target": "/user/total", "rate": 20, "burst": 1});
+    system.spawn("slow", "throttle", &serde_json::to_vec(&config)?)?;
+    let began = std::time::Instant::now();
+    for n in 1..=10 {
+        system.tell(
+            "/user/slow",
+            "Counter",
+            postcard::to_allocvec(&Counter::Add(n))?,
+        )?;
+    }
+    // The ask waits its turn behind the adds; the counter answers the asker itself.
+    let reply = system
+        .ask(
+            "/user/slow",
+            "Counter",
+            postcard::to_allocvec(&Counter::Get)?,
+            WAIT,
+        )
+        .await?;
+    let Counter::Value(total) = postcard::from_bytes(&reply.body).context("bad reply")? else {
+        bail!("the counter answered something else than its value");
+    };
+    let from = reply.sender.map(|s| s.path.to_string()).unwrap_or_default();
+    println!(
+        "  10 adds and a get went through in {:.2} s, one at a time; {from} answered the ask itself: total {total}",
+        began.elapsed().as_secs_f64()
+    );
+    if total != 55 {
+        bail!("the throttle lost messages: total {total}, expected 55");
     }
     Ok(())
 }

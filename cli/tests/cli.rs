@@ -106,7 +106,7 @@ fn bad_input_gives_one_clear_line() {
 }
 
 #[test]
-fn demo_runs_ping_pong_a_tree_entities_and_a_hot_swap() {
+fn demo_runs_ping_pong_a_tree_entities_a_hot_swap_and_a_throttle() {
     let out = mote(&["demo"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -137,6 +137,10 @@ fn demo_runs_ping_pong_a_tree_entities_and_a_hot_swap() {
     );
     assert!(
         stdout.contains("rolled back to version 1 with its state: 1100 messages, 0 out of order"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("/user/total answered the ask itself: total 55"),
         "{stdout}"
     );
 }
