@@ -102,6 +102,7 @@ struct Args {
 
 mod cluster;
 mod durability;
+mod patterns;
 mod savina;
 mod versus;
 
@@ -171,6 +172,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "languages" => languages(&args).await,
             "cluster" => cluster::cluster(&args).await,
             "durable" => durability::durable(&args).await,
+            "patterns" => patterns::patterns(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -198,12 +200,13 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
                 languages(&args).await?;
                 cluster::cluster(&args).await?;
                 durability::durable(&args).await?;
+                patterns::patterns(&args).await?;
                 versus::erlang(&args, &headline)
             }
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
                  epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
-                 upgrade, languages, cluster, durable, erlang or all"
+                 upgrade, languages, cluster, durable, patterns, erlang or all"
             ),
         }
     })
