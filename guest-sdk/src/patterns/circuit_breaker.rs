@@ -12,7 +12,9 @@
 //!   the trial's success closes the breaker, its failure opens it again (for a reset timeout
 //!   doubled each time, up to [`Config::max_reset_timeout_ms`], if that is set).
 //!
-//! At most [`Config::max_pending`] asks wait for their outcome; past it a request is refused
+//! Every request is an ask, so a message the target never answers (a plain tell) counts as
+//! a failure: put the breaker in front of request/reply traffic. At most
+//! [`Config::max_pending`] asks wait for their outcome; past it a request is refused
 //! with a [`Busy`] reply. A refused request without a sender is a dead letter (`rejected`).
 //!
 //! Init: [`Config`] as JSON. Control kind: [`GetState`] (replied with [`Status`]). Every other

@@ -16,8 +16,8 @@
 //! late success while open, say) are relayed but change nothing, except while closed.
 //!
 //! Invariants: at most `max_pending` asks wait (past it: `circuit-breaker.busy`); every
-//! request gets exactly one answer: the target's reply, `failed`, `open` or `busy` (or, with
-//! no sender, a refusal is a dead letter, `rejected`); a malformed control message is
+//! request with a sender gets exactly one answer: the target's reply, `failed`, `open` or
+//! `busy` (a refused request without a sender is a dead letter, `rejected`); a malformed control message is
 //! rejected and the breaker goes on. An upgrade carries the whole state over. The breaker
 //! fails only by a trap (a bug); its restart starts closed and forgets the pending asks,
 //! whose late answers would look like requests from asks (both come from an ask's address):
