@@ -6,6 +6,8 @@
 //! Kinds are `<pattern>.<verb>`; every other kind is a message the pattern passes on
 //! untouched, with its original sender.
 
+pub mod circuit_breaker;
+pub mod router;
 pub mod throttle;
 
 /// The JSON `init` bytes of a pattern's configuration, for `spawn`.
