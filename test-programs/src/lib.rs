@@ -87,4 +87,5 @@ pub const NAMES: &[&str] = &[
     "fetcher",
     "lanes",
     "savina",
+    "echo_worker",
 ];
