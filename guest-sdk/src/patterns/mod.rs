@@ -7,6 +7,7 @@
 //! untouched, with its original sender (but for the service manager, which answers a request
 //! as itself, as Dust's does).
 
+pub mod reaper;
 pub mod service_manager;
 pub mod throttle;
 
