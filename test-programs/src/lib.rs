@@ -89,4 +89,5 @@ pub const NAMES: &[&str] = &[
     "fetcher",
     "lanes",
     "savina",
+    "echo_worker",
 ];

@@ -1,8 +1,9 @@
 //! Message types spoken by the example actors, shared with the host's tests and benchmarks.
 //!
 //! Each type's wire kind is its bare name (see [`mote_guest::message!`]) and its body is
-//! postcard-encoded. Actor init bytes are UTF-8 words, split by [`init_words`] and parsed by
-//! [`init_arg`] and [`init_opt`]; [`report`] sends a [`Report`] to an observer. `Ledger`,
+//! postcard-encoded, but for the echo-worker's ([`Square`], [`GetValue`]...), which are JSON.
+//! Actor init bytes are UTF-8 words, split by [`init_words`] and parsed by [`init_arg`] and
+//! [`init_opt`]; [`report`] sends a [`Report`] to an observer. `Ledger`,
 //! `Journal`, `Entity` and `Remind` are spoken by the persistent actors; `Versioned` by the
 //! versioned counters of the hot swap tests, which carry a [`VersionedCore`] across upgrades.
 
@@ -516,6 +517,42 @@ pub enum Fetched {
         error: String,
     },
 }
+
+/// Asks the echo-worker for the square of `n` (JSON, kind `square`); answered with
+/// [`Squared`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Square {
+    /// The number.
+    pub n: i64,
+}
+
+/// The echo-worker's answer to [`Square`] (JSON, kind `squared`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Squared {
+    /// The square.
+    pub n: i64,
+}
+
+/// Asks the echo-worker for its value (JSON, kind `get-value`); answered with
+/// [`WorkerValue`].
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct GetValue {}
+
+/// The echo-worker's value, the number its init names (JSON, kind `value`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WorkerValue {
+    /// The value.
+    pub value: i64,
+}
+
+// The echo-worker speaks JSON, so that the pattern components (the reaper's reductions)
+// can read its answers.
+mote_guest::json_message!(
+    Square = "square",
+    Squared = "squared",
+    GetValue = "get-value",
+    WorkerValue = "value",
+);
 
 mote_guest::message!(
     PingPong,

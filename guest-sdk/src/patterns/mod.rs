@@ -4,10 +4,13 @@
 //! themselves). A pattern's configuration is its spawn `init`: encode it with [`init`].
 //!
 //! Kinds are `<pattern>.<verb>`; every other kind is a message the pattern passes on
-//! untouched, with its original sender.
+//! untouched, with its original sender (but for the service manager, which answers a request
+//! as itself, as Dust's does).
 
 pub mod circuit_breaker;
+pub mod reaper;
 pub mod router;
+pub mod service_manager;
 pub mod throttle;
 
 /// The JSON `init` bytes of a pattern's configuration, for `spawn`.
