@@ -6,6 +6,10 @@
 //! Kinds are `<pattern>.<verb>`; every other kind is a message the pattern passes on
 //! untouched, with its original sender.
 
+pub mod pipeline;
+pub mod pipeline_builder;
+pub mod pod_manager;
+pub mod supervision;
 pub mod throttle;
 
 /// The JSON `init` bytes of a pattern's configuration, for `spawn`.
