@@ -137,12 +137,14 @@ pub struct Status {
 }
 
 /// An input failed at a stage (kind `pipeline.failed`): what the original sender gets instead
-/// of an output.
+/// of an output. A stage may reply with it too (only `reason` is needed) to fail its input.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Failed {
     /// The input's number, from 1, in the order the pipeline took inputs.
+    #[serde(default)]
     pub input: u64,
     /// The stage it failed at, from 0.
+    #[serde(default)]
     pub stage: u32,
     /// Why: the stage's failure, a timeout, or a nested pipeline's reason.
     pub reason: String,
@@ -174,6 +176,7 @@ crate::json_message!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Message;
 
     #[test]
     fn a_configuration_needs_only_its_stages() {
@@ -189,5 +192,14 @@ mod tests {
         assert_eq!(config.sink, None);
         let text = serde_json::to_string(&config).unwrap();
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), config);
+    }
+
+    #[test]
+    fn a_stage_fails_its_input_with_a_reason_alone() {
+        let failed: Failed = crate::decode(Failed::KIND, br#"{"reason": "no"}"#).unwrap();
+        assert_eq!(
+            (failed.input, failed.stage, failed.reason.as_str()),
+            (0, 0, "no")
+        );
     }
 }

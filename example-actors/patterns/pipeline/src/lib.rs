@@ -167,8 +167,9 @@ impl Pipeline {
         });
         self.pin_failures(ctx, stage);
         if reply.kind == Failed::KIND {
+            // The stage's own reason (a nested pipeline's names its stage).
             let reason = match decode::<Failed>(&reply.kind, &reply.body) {
-                Ok(inner) => format!("stage {} failed: {}", inner.stage, inner.reason),
+                Ok(inner) => inner.reason,
                 Err(_) => String::from_utf8_lossy(&reply.body).into_owned(),
             };
             self.fail(ctx, input, stage, reason);
