@@ -48,6 +48,7 @@ pub const NAMES: &[&str] = &[
     "versioned_v3",
     "versioned_v4",
     "order_desk",
+    "stage",
     "py_orders",
     "py_journal",
     "py_ticker",

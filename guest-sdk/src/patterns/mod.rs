@@ -8,9 +8,13 @@
 //! as itself, as Dust's does).
 
 pub mod circuit_breaker;
+pub mod pipeline;
+pub mod pipeline_builder;
+pub mod pod_manager;
 pub mod reaper;
 pub mod router;
 pub mod service_manager;
+pub mod supervision;
 pub mod throttle;
 
 /// The JSON `init` bytes of a pattern's configuration, for `spawn`.
