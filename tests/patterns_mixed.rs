@@ -132,3 +132,47 @@ async fn a_reaper_gathers_from_the_mixed_pipeline_and_from_service_workers_by_it
     assert!(reduced.complete);
     system.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_javascript_actors_build_and_use_the_patterns_through_their_sdks() {
+    let system = system_with_patterns(
+        &["pipeline", "throttle", "reaper", "service-manager"],
+        &[
+            "stage",
+            "py_stage",
+            "js_stage",
+            "echo_worker",
+            "py_patterns",
+            "js_patterns",
+        ],
+    );
+    let mut probe = system.probe("p").unwrap();
+    let report = body(&json!({"report": "/system/p"}));
+    // Python: a throttle and a three-language pipeline into it, configured with mote.patterns.
+    system.spawn("py", "py_patterns", &report).unwrap();
+    system
+        .tell("/user/py", "run", body(&json!({"n": 3})))
+        .unwrap();
+    for n in 0..3 {
+        let envelope = next(&mut probe).await;
+        assert_eq!(envelope.kind, "number");
+        let out: Value = serde_json::from_slice(&envelope.body).unwrap();
+        assert_eq!(out, json!({"value": (n + 1) * 2 + 3}));
+    }
+    // JavaScript: a reaper over a service manager's workers, spoken with mote/patterns.js.
+    system.spawn("js", "js_patterns", &report).unwrap();
+    system
+        .tell("/user/js", "gather", body(&json!({"n": 5})))
+        .unwrap();
+    let mut reports = Vec::new();
+    while reports.len() < 2 {
+        let envelope = next(&mut probe).await;
+        let report: Value = serde_json::from_slice(&envelope.body).unwrap();
+        reports.push((report["label"].clone(), report["value"].clone()));
+    }
+    assert_eq!(
+        reports,
+        vec![(json!("answered"), json!(3)), (json!("squares"), json!(75))]
+    );
+    system.shutdown().await.unwrap();
+}

@@ -1000,6 +1000,23 @@ fn builtin_patterns_deploy_from_a_manifest_and_to_a_running_host() {
         "{out}"
     );
 
+    // A pattern's control messages are JSON: the CLI speaks them as text.
+    let out = mote_ok(&[
+        "ask",
+        "/user/t",
+        "throttle.get-status",
+        "--text",
+        "{}",
+        "--control",
+        socket_arg,
+    ]);
+    assert!(
+        out.contains("reply from /user/t#")
+            && out.contains("kind=throttle.status")
+            && out.contains("forwarded\\\":2"),
+        "{out}"
+    );
+
     let out = mote_ok(&["deploy", "--builtin", "patterns", "--control", socket_arg]);
     assert!(
         out.contains("throttle@0 was already deployed with these bytes"),
