@@ -477,3 +477,213 @@ test('pattern messages keep the Rust schema: a configuration is the JSON init', 
   assert.ok(status instanceof throttle.Status);
   assert.deepEqual([status.queued, status.forwarded], [1, 2]);
 });
+
+class Ping {
+  static kind = 'ping';
+  constructor(n) {
+    this.n = n;
+  }
+}
+
+class Bin {
+  static kind = 'bin';
+  static codec = { encode: (v) => Uint8Array.of(v.n), decode: (_cls, body) => Object.assign(new Bin(), { n: body[0] }) };
+  constructor(n) {
+    this.n = n;
+  }
+}
+
+const SUPERVISION = { directive: 'restart', max_restarts: 3, within_ms: 10000, backoff_min_ms: 10, backoff_max_ms: 1000 };
+
+test('router: group and pool configurations, broadcasts, routees', async () => {
+  const { init, router } = await import('../mote/patterns.js');
+  const group = new router.Config({ strategy: 'consistent-hash', hash_key: 'user', routees: ['/user/a'] });
+  assert.deepEqual(json(init(group)), { strategy: 'consistent-hash', hash_key: 'user', routees: ['/user/a'], max_routees: 1000 });
+  const pool = new router.Config({ strategy: 'smallest-mailbox', pool: new router.Pool({ module: 'counter', size: 4 }) });
+  assert.deepEqual(json(init(pool)), {
+    strategy: 'smallest-mailbox',
+    routees: [],
+    pool: { module: 'counter', size: 4, init: '', directive: 'restart', max_restarts: 3, within_ms: 10000 },
+    max_routees: 1000,
+  });
+  const back = decodeAs(router.Config, utf8('{"strategy": "smallest-mailbox", "pool": {"module": "counter", "size": 4}}'));
+  assert.ok(back.pool instanceof router.Pool);
+  assert.deepEqual(json(init(back)), json(init(pool)));
+  assert.notEqual(new router.Config({ strategy: 'random' }).routees, new router.Config({ strategy: 'random' }).routees);
+  assert.deepEqual(json(encode(new router.AddRoutee({ path: '/user/b' }))), { path: '/user/b' });
+  assert.equal(router.RemoveRoutee.kind, 'router.remove-routee');
+  assert.deepEqual(json(encode(new router.GetRoutees())), {});
+  const broadcast = router.Broadcast.of(new Ping(3));
+  assert.deepEqual(json(encode(broadcast)), { kind: 'ping', body: { n: 3 } });
+  assert.deepEqual(broadcast.message(), ['ping', utf8('{"n":3}')]);
+  const binary = router.Broadcast.of(new Bin(7));
+  assert.deepEqual(json(encode(binary)), { kind: 'bin', bytes: [7] });
+  assert.deepEqual(decodeAs(router.Broadcast, encode(binary)).message(), ['bin', Uint8Array.of(7)]);
+  assert.throws(() => new router.Broadcast({ kind: 'x' }).message(), Malformed);
+  const routees = decodeAs(router.Routees, utf8('{"routees":["/user/a","/user/r/routee-0"],"routed":7}'));
+  assert.deepEqual([routees.routees, routees.routed], [['/user/a', '/user/r/routee-0'], 7]);
+});
+
+test('circuit breaker: configuration and state', async () => {
+  const { init, circuitBreaker: cb } = await import('../mote/patterns.js');
+  const config = new cb.Config({ target: '/user/db', max_reset_timeout_ms: 60000, failure_kinds: ['db.error'] });
+  assert.deepEqual(json(init(config)), {
+    target: '/user/db',
+    max_failures: 5,
+    call_timeout_ms: 1000,
+    reset_timeout_ms: 10000,
+    max_reset_timeout_ms: 60000,
+    failure_kinds: ['db.error'],
+    max_pending: 1000,
+  });
+  assert.deepEqual(json(encode(new cb.GetState())), {});
+  assert.equal(cb.Status.kind, 'circuit-breaker.state');
+  const status = decodeAs(
+    cb.Status,
+    utf8('{"state":"half-open","failures":0,"pending":1,"retry_in_ms":0,"reset_timeout_ms":20000,"passed":9,"refused":4,"opened":2}'),
+  );
+  assert.deepEqual([status.state, status.opened], ['half-open', 2]);
+  assert.equal(decodeAs(cb.Open, utf8('{"retry_in_ms":250}')).retry_in_ms, 250);
+  assert.equal(decodeAs(cb.Failed, utf8('{"reason":"timeout"}')).reason, 'timeout');
+});
+
+test('reaper: gathers with bodies as JSON or base64, replies decoded', async () => {
+  const { init, reaper, base64Encode, base64Decode } = await import('../mote/patterns.js');
+  assert.deepEqual(json(init(new reaper.Config({ reduce: new reaper.Reduce({ op: 'count' }) }))), {
+    max_gathers: 1000,
+    max_targets: 1000,
+    max_asks: 1000,
+    deadline_ms: 5000,
+    reduce: { op: 'count' },
+  });
+  const gather = reaper.Gather.of(['/user/a', '/user/b'], new Ping(1), { deadline_ms: 500, want: 1, reduce: new reaper.Reduce({ op: 'sum', field: 'n' }) });
+  assert.deepEqual(json(encode(gather)), {
+    targets: ['/user/a', '/user/b'],
+    kind: 'ping',
+    body: { n: 1 },
+    deadline_ms: 500,
+    want: 1,
+    reduce: { op: 'sum', field: 'n' },
+  });
+  const back = decodeAs(reaper.Gather, encode(gather));
+  assert.ok(back.reduce instanceof reaper.Reduce);
+  assert.deepEqual(back.payloadBytes(), utf8('{"n":1}'));
+  assert.deepEqual(json(encode(reaper.Gather.of(['/user/a'], new Bin(2)))), { targets: ['/user/a'], kind: 'bin', base64: 'Ag==' });
+  for (const [bytes, text] of [[[], ''], [[102], 'Zg=='], [[102, 111], 'Zm8='], [[102, 111, 111], 'Zm9v'], [[0xff, 0xfe, 1, 2], '//4BAg==']]) {
+    assert.equal(base64Encode(Uint8Array.from(bytes)), text);
+    assert.deepEqual(base64Decode(text), Uint8Array.from(bytes));
+  }
+  assert.throws(() => base64Decode('Zm9v!'), Malformed);
+  assert.deepEqual(reaper.payload(Uint8Array.of(2, 5)), [undefined, 'AgU=']);
+  assert.deepEqual(reaper.payload(utf8('{"n": 1}')), [{ n: 1 }, undefined]);
+  const gathered = decodeAs(
+    reaper.Gathered,
+    encode({
+      replies: [
+        { from: '/user/a', kind: 'ping', body: { n: 2 } },
+        { from: '/user/b', kind: 'raw', base64: 'AgU=' },
+      ],
+      timed_out: ['/user/c'],
+      failed: [{ target: 'x', error: 'bad path' }],
+      complete: false,
+    }),
+  );
+  const [first, second] = gathered.replies;
+  assert.ok(first instanceof reaper.Reply && gathered.failed[0] instanceof reaper.Failed);
+  assert.equal(first.from, '/user/a');
+  assert.deepEqual(first.decode(undefined), { n: 2 });
+  assert.deepEqual(second.payloadBytes(), Uint8Array.of(2, 5));
+  assert.deepEqual([gathered.timed_out, gathered.failed[0].error, gathered.complete], [['/user/c'], 'bad path', false]);
+  const reduced = decodeAs(reaper.Reduced, utf8('{"value":5.5,"from":3,"timed_out":[],"complete":true}'));
+  assert.deepEqual([reduced.value, reduced.from, reduced.failed], [5.5, 3, []]);
+  assert.equal(decodeAs(reaper.Refused, utf8('{"bound":"max_targets","limit":2,"reason":"3 targets"}')).limit, 2);
+  assert.equal(decodeAs(reaper.Status, utf8('{"gathering":1,"asks_pending":2,"gathered":3,"refused":0}')).gathered, 3);
+});
+
+test('service manager: configuration and replies', async () => {
+  const { init, serviceManager: sm } = await import('../mote/patterns.js');
+  assert.deepEqual(json(init(new sm.Config({ module: 'w', init: '7', strategy: 'restart', max_restarts: 1 }))), {
+    module: 'w',
+    init: '7',
+    max_workers: 16,
+    queue: 1000,
+    worker_timeout_ms: 30000,
+    strategy: 'restart',
+    max_restarts: 1,
+  });
+  assert.deepEqual(json(encode(new sm.GetStatus())), {});
+  assert.equal(decodeAs(sm.Failed, utf8('{"failure":"timeout","reason":"no reply"}')).failure, 'timeout');
+  const status = decodeAs(sm.Status, utf8('{"running":2,"queued":0,"served":10,"failed":1,"refused":0,"peak":4}'));
+  assert.deepEqual([status.served, status.peak], [10, 4]);
+});
+
+test('pipeline and its builder: stages, supervision in either form, flat builds', async () => {
+  const { init, pipeline, pipelineBuilder: pb, supervision } = await import('../mote/patterns.js');
+  const config = new pipeline.Config({
+    stages: [new pipeline.Stage({ module: 'stage', init: { add: 1 } }), new pipeline.Stage({ module: 'upper' })],
+    sink: '/user/out',
+  });
+  assert.deepEqual(json(init(config)), {
+    stages: [{ module: 'stage', init: { add: 1 } }, { module: 'upper' }],
+    sink: '/user/out',
+    stage_timeout_ms: 5000,
+    max_in_flight: 1000,
+    strategy: SUPERVISION,
+  });
+  assert.equal(json(init(new pipeline.Config({ stages: [{ module: 's' }], strategy: 'resume' }))).strategy, 'resume');
+  const back = decodeAs(pipeline.Config, utf8('{"stages": [{"module": "s"}], "strategy": {"directive": "stop", "max_restarts": 9}}'));
+  assert.ok(back.stages[0] instanceof pipeline.Stage && back.strategy instanceof supervision.Supervision);
+  assert.deepEqual({ ...back.strategy }, { ...SUPERVISION, directive: 'stop', max_restarts: 9 });
+  assert.equal(decodeAs(pipeline.Config, utf8('{"stages": [{"module": "s"}], "strategy": "resume"}')).strategy.directive, 'resume');
+  assert.throws(() => decodeAs(pipeline.Config, utf8('{"stages": [], "strategy": "reboot"}')), Malformed);
+  assert.deepEqual(json(encode(new pipeline.Failed({ reason: 'no' }))), { reason: 'no', input: 0, stage: 0 });
+  assert.equal(pipeline.DropInput.kind, 'pipeline.drop');
+  const status = decodeAs(pipeline.Status, utf8('{"stages":2,"in_flight":1,"completed":5,"failed":0,"dropped":1,"refused":0}'));
+  assert.deepEqual([status.stages, status.completed], [2, 5]);
+
+  assert.deepEqual(json(init(new pb.Config({ strategy: 'stop' }))), { module: 'pipeline', max_pipelines: 100, ready_timeout_ms: 5000, strategy: 'stop' });
+  const build = pb.Build.of('p', new pipeline.Config({ stages: [new pipeline.Stage({ module: 'upper', init: '' })] }));
+  assert.deepEqual(json(encode(build)), {
+    name: 'p',
+    stages: [{ module: 'upper', init: '' }],
+    stage_timeout_ms: 5000,
+    max_in_flight: 1000,
+    strategy: SUPERVISION,
+  });
+  assert.deepEqual(json(encode(new pb.TearDown({ name: 'p' }))), { name: 'p' });
+  assert.equal(pb.List.kind, 'pipeline-builder.list');
+  assert.equal(decodeAs(pb.Built, utf8('{"name":"p","path":"/user/builder/p"}')).path, '/user/builder/p');
+  assert.equal(decodeAs(pb.TornDown, utf8('{"name":"p","existed":true}')).existed, true);
+  assert.deepEqual(decodeAs(pb.Pipelines, utf8('{"pipelines":["a","p"]}')).pipelines, ['a', 'p']);
+});
+
+test('pod manager: configuration and deliveries of JSON or binary bodies', async () => {
+  const { init, podManager: pm, supervision } = await import('../mote/patterns.js');
+  const config = new pm.Config({
+    module: 'counter',
+    init: { start: 1 },
+    strategy: new supervision.Supervision({ max_restarts: 5, within_ms: 1000 }),
+    create_on_dead_letter: false,
+  });
+  assert.deepEqual(json(init(config)), {
+    module: 'counter',
+    init: { start: 1 },
+    max_pods: 1000,
+    strategy: { ...SUPERVISION, max_restarts: 5, within_ms: 1000 },
+    create_on_dead_letter: false,
+  });
+  const note = pm.Deliver.of('a', new Ping(4));
+  assert.deepEqual(json(encode(note)), { pod: 'a', kind: 'ping', body: { n: 4 } });
+  assert.deepEqual(note.bodyBytes(), utf8('{"n":4}'));
+  const binary = pm.Deliver.of('b', new Bin(7));
+  assert.deepEqual(json(encode(binary)), { pod: 'b', kind: 'bin', bytes: [7] });
+  assert.deepEqual(decodeAs(pm.Deliver, encode(binary)).bodyBytes(), Uint8Array.of(7));
+  assert.deepEqual(decodeAs(pm.Deliver, utf8('{"pod": "c", "kind": "k"}')).bodyBytes(), new Uint8Array());
+  assert.deepEqual(json(encode(new pm.Create({ pod: 'a' }))), { pod: 'a' });
+  const created = decodeAs(pm.Created, utf8('{"pod":"a","path":"/user/pods/a","new":true}'));
+  assert.deepEqual([created.path, created.new], ['/user/pods/a', true]);
+  assert.deepEqual(decodeAs(pm.Pods, utf8('{"pods":["a","b"]}')).pods, ['a', 'b']);
+  assert.equal(decodeAs(pm.Removed, utf8('{"pod":"a","existed":false}')).existed, false);
+  assert.ok(pm.validPodName('acme-1'));
+  for (const bad of ['', '.', '..', 'a/b', 'a#1', 'a\n', 'x'.repeat(129)]) assert.ok(!pm.validPodName(bad), bad);
+});

@@ -13,7 +13,18 @@ import {
   text,
   type Address,
 } from '../mote/index.js';
-import { init, throttle } from '../mote/patterns.js';
+import {
+  circuitBreaker,
+  init,
+  pipeline,
+  pipelineBuilder,
+  podManager,
+  reaper,
+  router,
+  serviceManager,
+  supervision,
+  throttle,
+} from '../mote/patterns.js';
 
 // A pattern's configuration is typed, and its replies decode to their class.
 const slowInit: Uint8Array = init(new throttle.Config({ target: '/user/sink', rate: 10 }));
@@ -26,6 +37,38 @@ class Order {
   customer = '';
   amount = 0;
 }
+
+// Every pattern's configuration, control messages and replies are typed alike.
+const routerInit: Uint8Array = init(
+  new router.Config({ strategy: 'smallest-mailbox', pool: new router.Pool({ module: 'counter', size: 4 }) }),
+);
+const hashed = new router.Config({ strategy: 'consistent-hash', hash_key: 'user', routees: ['/user/a'] });
+const routed: number = router.Routees.fromJSON({ routees: [], routed: 3 }).routed;
+const [broadcastKind, broadcastBody]: [string, Uint8Array] = router.Broadcast.of(new Order()).message();
+const breakerState: circuitBreaker.State = circuitBreaker.Status.fromJSON({ state: 'open' }).state;
+const breaker = new circuitBreaker.Config({ target: '/user/db', failure_kinds: ['db.error'] });
+const gather: reaper.Gather = reaper.Gather.of(['/user/a'], new Order(), {
+  want: 1,
+  reduce: new reaper.Reduce({ op: 'sum', field: 'amount' }),
+});
+const gathered = reaper.Gathered.fromJSON({});
+const firstFrom: string | undefined = gathered.replies[0]?.from;
+const firstOrder: Order | undefined = gathered.replies[0]?.decode(Order);
+const reducedValue: unknown = reaper.Reduced.fromJSON({}).value;
+const workers = new serviceManager.Config({ module: 'w', strategy: 'restart' });
+const served: number = serviceManager.Status.fromJSON({}).served;
+const stages = new pipeline.Config({
+  stages: [new pipeline.Stage({ module: 'stage', init: { add: 1 } }), { module: 'upper' }],
+  strategy: new supervision.Supervision({ directive: 'resume' }),
+});
+const failedAt: number = pipeline.Failed.fromJSON({ reason: 'no' }).stage;
+const build: pipelineBuilder.Build = pipelineBuilder.Build.of('p', stages);
+const builtPath: string = pipelineBuilder.Built.fromJSON({}).path;
+const pods = new podManager.Config({ module: 'counter', strategy: 'stop', create_on_dead_letter: false });
+const delivered: Uint8Array = podManager.Deliver.of('a', new Order()).bodyBytes();
+const podNames: string[] = podManager.Pods.fromJSON({}).pods;
+void [routerInit, hashed, routed, broadcastKind, broadcastBody, breakerState, breaker, gather];
+void [firstFrom, firstOrder, reducedValue, workers, served, failedAt, build, builtPath, pods, delivered, podNames];
 
 class Orders extends Actor {
   static messages = [Order];

@@ -530,6 +530,189 @@ class Patterns(unittest.TestCase):
                                                  b'"rate":10,"per_ms":1000}')
         self.assertEqual((status.queued, status.forwarded), (1, 2))
 
+    def test_router_config_pool_broadcast_and_routees(self):
+        from mote.patterns import init, router
+
+        group = router.Config(strategy=router.CONSISTENT_HASH, hash_key="user",
+                              routees=["/user/a"])
+        self.assertEqual(json.loads(init(group)),
+                         {"strategy": "consistent-hash", "hash_key": "user",
+                          "routees": ["/user/a"], "pool": None, "max_routees": 1000})
+        pool = router.Config(strategy="smallest-mailbox", pool=router.Pool("counter", 4))
+        self.assertEqual(json.loads(init(pool))["pool"],
+                         {"module": "counter", "size": 4, "init": "", "directive": "restart",
+                          "max_restarts": 3, "within_ms": 10000})
+        back = mote.decode_as(router.Config, b'{"strategy": "smallest-mailbox", '
+                                             b'"pool": {"module": "counter", "size": 4}}')
+        self.assertEqual(back, pool)
+        self.assertEqual(json.loads(mote.encode(router.AddRoutee(path="/user/b"))),
+                         {"path": "/user/b"})
+        self.assertEqual(mote.kind_of(router.RemoveRoutee), "router.remove-routee")
+        self.assertEqual(mote.encode(router.GetRoutees()), b"{}")
+        broadcast = router.Broadcast.of(Ping(n=3))
+        self.assertEqual(json.loads(mote.encode(broadcast)),
+                         {"kind": "Ping", "body": {"n": 3}, "bytes": None})
+        self.assertEqual(broadcast.message(), ("Ping", b'{"n":3}'))
+        binary = router.Broadcast(kind="bin", bytes=b"\x07\x08")
+        self.assertEqual(json.loads(mote.encode(binary))["bytes"], [7, 8])
+        self.assertEqual(mote.decode_as(router.Broadcast, mote.encode(binary)), binary)
+        routees = mote.decode_as(router.Routees, b'{"routees":["/user/a","/user/r/routee-0"],'
+                                                 b'"routed":7}')
+        self.assertEqual((routees.routees, routees.routed), (["/user/a", "/user/r/routee-0"], 7))
+
+    def test_circuit_breaker_config_and_state(self):
+        from mote.patterns import circuit_breaker as cb
+        from mote.patterns import init
+
+        config = cb.Config(target="/user/db", max_reset_timeout_ms=60000,
+                           failure_kinds=["db.error"])
+        self.assertEqual(json.loads(init(config)),
+                         {"target": "/user/db", "max_failures": 5, "call_timeout_ms": 1000,
+                          "reset_timeout_ms": 10000, "max_reset_timeout_ms": 60000,
+                          "failure_kinds": ["db.error"], "max_pending": 1000})
+        self.assertEqual(mote.kind_of(cb.GetState), "circuit-breaker.get-state")
+        self.assertEqual(mote.encode(cb.GetState()), b"{}")
+        status = mote.decode_as(cb.Status, b'{"state":"half-open","failures":0,"pending":1,'
+                                           b'"retry_in_ms":0,"reset_timeout_ms":20000,'
+                                           b'"passed":9,"refused":4,"opened":2}')
+        self.assertEqual((status.state, status.opened), (cb.HALF_OPEN, 2))
+        self.assertEqual(mote.kind_of(cb.Status), "circuit-breaker.state")
+        self.assertEqual(mote.decode_as(cb.Open, b'{"retry_in_ms":250}').retry_in_ms, 250)
+        self.assertEqual(mote.decode_as(cb.Failed, b'{"reason":"timeout"}').reason, "timeout")
+
+    def test_reaper_gather_and_its_replies(self):
+        from mote.patterns import init, reaper
+
+        self.assertEqual(json.loads(init(reaper.Config(reduce=reaper.Reduce(reaper.COUNT)))),
+                         {"max_gathers": 1000, "max_targets": 1000, "max_asks": 1000,
+                          "deadline_ms": 5000, "reduce": {"op": "count"}})
+        gather = reaper.Gather.of(["/user/a", "/user/b"], Ping(n=1), deadline_ms=500, want=1,
+                                  reduce=reaper.Reduce("sum", "n"))
+        self.assertEqual(json.loads(mote.encode(gather)),
+                         {"targets": ["/user/a", "/user/b"], "kind": "Ping", "body": {"n": 1},
+                          "base64": None, "deadline_ms": 500, "want": 1,
+                          "reduce": {"op": "sum", "field": "n"}})
+        self.assertEqual(mote.decode_as(reaper.Gather, mote.encode(gather)), gather)
+        self.assertEqual(reaper.payload(b"\x02\x05"), (None, "AgU="))
+        self.assertEqual(reaper.payload(b'{"n": 1}'), ({"n": 1}, None))
+        gathered = mote.decode_as(reaper.Gathered, json.dumps({
+            "replies": [{"from": "/user/a", "kind": "Ping", "body": {"n": 2}},
+                        {"from": "/user/b", "kind": "raw", "base64": "AgU="}],
+            "timed_out": ["/user/c"], "failed": [{"target": "x", "error": "bad path"}],
+            "complete": False}).encode())
+        first, second = gathered.replies
+        self.assertEqual((first.from_, first.decode(Ping)), ("/user/a", Ping(n=2)))
+        self.assertEqual(second.payload_bytes(), b"\x02\x05")
+        self.assertEqual((gathered.timed_out, gathered.failed[0].error, gathered.complete),
+                         (["/user/c"], "bad path", False))
+        self.assertEqual(gathered.to_json()["replies"][0]["from"], "/user/a")
+        reduced = mote.decode_as(reaper.Reduced, b'{"value":5.5,"from":3,"timed_out":[],'
+                                                 b'"complete":true}')
+        self.assertEqual((reduced.value, reduced.from_, reduced.failed), (5.5, 3, []))
+        refused = mote.decode_as(reaper.Refused, b'{"bound":"max_targets","limit":2,'
+                                                 b'"reason":"3 targets"}')
+        self.assertEqual(refused.limit, 2)
+        self.assertEqual(mote.decode_as(reaper.Status, b'{"gathering":1,"asks_pending":2,'
+                                                       b'"gathered":3,"refused":0}').gathered, 3)
+
+    def test_service_manager_config_and_replies(self):
+        from mote.patterns import init, service_manager as sm
+
+        config = sm.Config(module="w", init="7", strategy=sm.RESTART, max_restarts=1)
+        self.assertEqual(json.loads(init(config)),
+                         {"module": "w", "init": "7", "max_workers": 16, "queue": 1000,
+                          "worker_timeout_ms": 30000, "strategy": "restart",
+                          "max_restarts": 1})
+        self.assertEqual(mote.encode(sm.GetStatus()), b"{}")
+        failed = mote.decode_as(sm.Failed, b'{"failure":"timeout","reason":"no reply in 30s"}')
+        self.assertEqual(failed.failure, "timeout")
+        status = mote.decode_as(sm.Status, b'{"running":2,"queued":0,"served":10,"failed":1,'
+                                           b'"refused":0,"peak":4}')
+        self.assertEqual((status.served, status.peak), (10, 4))
+
+    def test_pipeline_and_its_supervision(self):
+        from mote.patterns import init, pipeline
+        from mote.patterns.supervision import Supervision
+
+        config = pipeline.Config(stages=[pipeline.Stage("stage", {"add": 1}),
+                                         pipeline.Stage("upper")], sink="/user/out")
+        self.assertEqual(json.loads(init(config)),
+                         {"stages": [{"module": "stage", "init": {"add": 1}},
+                                     {"module": "upper", "init": None}],
+                          "sink": "/user/out", "stage_timeout_ms": 5000, "max_in_flight": 1000,
+                          "strategy": {"directive": "restart", "max_restarts": 3,
+                                       "within_ms": 10000, "backoff_min_ms": 10,
+                                       "backoff_max_ms": 1000}})
+        named = pipeline.Config(stages=[pipeline.Stage("s")], strategy="resume")
+        self.assertEqual(json.loads(init(named))["strategy"], "resume")
+        back = mote.decode_as(pipeline.Config, b'{"stages": [{"module": "s"}], '
+                                               b'"strategy": {"directive": "stop", '
+                                               b'"max_restarts": 9}}')
+        self.assertEqual(back.strategy, Supervision("stop", max_restarts=9))
+        self.assertEqual(mote.decode_as(pipeline.Config, init(config)), config)
+        self.assertEqual(mote.decode_as(pipeline.Config, b'{"stages": [{"module": "s"}], '
+                                                         b'"strategy": "resume"}').strategy,
+                         Supervision("resume"))
+        self.assertEqual(json.loads(mote.encode(pipeline.Failed(reason="no"))),
+                         {"reason": "no", "input": 0, "stage": 0})
+        self.assertEqual(mote.decode_as(pipeline.Failed, b'{"reason": "no"}'),
+                         pipeline.Failed(reason="no"))
+        self.assertEqual(mote.kind_of(pipeline.DropInput), "pipeline.drop")
+        status = mote.decode_as(pipeline.Status, b'{"stages":2,"in_flight":1,"completed":5,'
+                                                  b'"failed":0,"dropped":1,"refused":0}')
+        self.assertEqual((status.stages, status.completed), (2, 5))
+
+    def test_pipeline_builder_build_is_flat(self):
+        from mote.patterns import init, pipeline, pipeline_builder as pb
+
+        self.assertEqual(json.loads(init(pb.Config(strategy="stop"))),
+                         {"module": "pipeline", "max_pipelines": 100, "ready_timeout_ms": 5000,
+                          "strategy": "stop"})
+        build = pb.Build.of("p", pipeline.Config(stages=[pipeline.Stage("upper", "")]))
+        wire = json.loads(mote.encode(build))
+        self.assertEqual((wire["name"], wire["stages"]), ("p", [{"module": "upper", "init": ""}]))
+        self.assertEqual(mote.decode_as(pb.Build, mote.encode(build)), build)
+        self.assertEqual(mote.kind_of(pb.List), "pipeline-builder.list")
+        self.assertEqual(json.loads(mote.encode(pb.TearDown(name="p"))), {"name": "p"})
+        built = mote.decode_as(pb.Built, b'{"name":"p","path":"/user/builder/p"}')
+        self.assertEqual(built.path, "/user/builder/p")
+        self.assertEqual(mote.decode_as(pb.TornDown, b'{"name":"p","existed":true}').existed,
+                         True)
+        self.assertEqual(mote.decode_as(pb.Pipelines, b'{"pipelines":["a","p"]}').pipelines,
+                         ["a", "p"])
+
+    def test_pod_manager_config_and_delivery(self):
+        from mote.patterns import init, pod_manager as pm
+        from mote.patterns.supervision import Supervision
+
+        config = pm.Config(module="counter", init={"start": 1},
+                           strategy=Supervision("restart", max_restarts=5, within_ms=1000),
+                           create_on_dead_letter=False)
+        self.assertEqual(json.loads(init(config)),
+                         {"module": "counter", "init": {"start": 1}, "max_pods": 1000,
+                          "strategy": {"directive": "restart", "max_restarts": 5,
+                                       "within_ms": 1000, "backoff_min_ms": 10,
+                                       "backoff_max_ms": 1000},
+                          "create_on_dead_letter": False})
+        note = pm.Deliver.of("a", Order(customer="ada", amount=3))
+        self.assertEqual(json.loads(mote.encode(note)),
+                         {"pod": "a", "kind": "order", "body": {"customer": "ada", "amount": 3},
+                          "bytes": None})
+        self.assertEqual(note.body_bytes(), b'{"customer":"ada","amount":3}')
+        binary = pm.Deliver(pod="b", kind="bin", bytes=b"\x07")
+        self.assertEqual(json.loads(mote.encode(binary))["bytes"], [7])
+        self.assertEqual(mote.decode_as(pm.Deliver, b'{"pod": "c", "kind": "k"}').body_bytes(),
+                         b"")
+        self.assertEqual(json.loads(mote.encode(pm.Create(pod="a"))), {"pod": "a"})
+        created = mote.decode_as(pm.Created, b'{"pod":"a","path":"/user/pods/a","new":true}')
+        self.assertEqual((created.path, created.new), ("/user/pods/a", True))
+        self.assertEqual(mote.decode_as(pm.Pods, b'{"pods":["a","b"]}').pods, ["a", "b"])
+        self.assertEqual(mote.decode_as(pm.Removed, b'{"pod":"a","existed":false}').existed,
+                         False)
+        self.assertTrue(pm.valid_pod_name("acme-1"))
+        for bad in ["", ".", "..", "a/b", "a#1", "a\n", "x" * 129]:
+            self.assertFalse(pm.valid_pod_name(bad), bad)
+
 
 if __name__ == "__main__":
     unittest.main()
