@@ -155,10 +155,8 @@ struct Sent {
     again: u32,
 }
 
-/// How many times the wait before a resend doubles at most: 2 s grows to 16 s, so a message
-/// to a receiver that was down goes again within 16 s of its return (with 64 s, the kill -9
-/// chain test once stalled past its one-minute deadline after its last kill).
-const MAX_RESEND_BACKOFF: u32 = 3;
+/// How many times the wait before a resend doubles at most.
+const MAX_RESEND_BACKOFF: u32 = 5;
 
 /// A writer's state.
 struct Inner {
