@@ -133,10 +133,12 @@ pub use message::{Envelope, StopReason};
 pub use progress::{Progress, Task};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::engine::MemoryStrategy;
+pub use sandbox::image::ImageError;
 pub use stats::StatsSnapshot;
 pub use storage::jetstream::StoreConfig;
 pub use storage::{CommitStats, SCHEMA_VERSION};
 pub use system::{
-    ActorInfo, ActorSystem, Dropped, MetricsQuery, Probe, Recovered, Replay, ReplayOptions,
+    ActorInfo, ActorSystem, Dropped, ImageInfo, MetricsQuery, Probe, Recovered, Replay,
+    ReplayOptions, SnapshotError,
 };
 pub use trace::{MESSAGE_TARGET, enable_trace_propagation};

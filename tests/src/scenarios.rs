@@ -8,7 +8,9 @@ use mote_example_protocol::{
     Crash, Entity, EntityValue, Journal, JournalState, Report, Timer, Versioned, VersionedState,
 };
 use mote_guest::Message;
-use mote_host::{Directive, EntityOptions, Probe, SendError};
+use mote_host::{
+    Directive, EntityOptions, ImageError, Probe, SendError, SnapshotError, SpawnError, SpawnOptions,
+};
 
 use crate::*;
 
@@ -509,5 +511,121 @@ pub async fn features_work_through_mote(module: &str) {
         reports(&mut probe, "delivery", 1).await,
         vec![(a.into(), 1)]
     );
+    system.shutdown().await.unwrap();
+}
+
+/// A system (on `db`) with `<prefix>1` of the versioned counter deployed as `versioned`
+/// version 1 with the `snapshot` grant.
+pub fn snapshot_system(db: &std::path::Path, prefix: &str) -> ActorSystem {
+    let mut config = durable_config(db);
+    config.module_cache(module_cache());
+    let system = ActorSystem::new(config).expect("system");
+    let path = mote_test_programs::path(&format!("{prefix}1")).expect("built");
+    let bytes = std::fs::read(path).expect("the example is built");
+    system
+        .deploy_granted("versioned", "1", &bytes, &["snapshot".to_owned()])
+        .expect("deploy with snapshots on");
+    system
+}
+
+/// The state of the versioned counter after `Add { stream: 0, n }` for n in `0..count`.
+fn counted(count: u32) -> (u64, u64) {
+    (
+        u64::from(count),
+        u64::from(count) * u64::from(count.saturating_sub(1)) / 2,
+    )
+}
+
+/// The versioned counter (`<prefix>1`, deployed with snapshots on), which keeps its count in
+/// memory only: a snapshot restored elsewhere has the state of when it was taken while the
+/// original runs on; a damaged image is refused and spawns nothing; an entity passivated as an
+/// image comes back with its state after a host restart, with no persistence code.
+pub async fn an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
+    prefix: &str,
+    speech: Speech,
+) {
+    let dir = TempDir::new("images");
+    let db = dir.join("mote.redb");
+    let state = async |system: &ActorSystem, path: &str| -> VersionedState {
+        speech.ask(system, path, &Versioned::Get).await
+    };
+    {
+        let system = snapshot_system(&db, prefix);
+        system.spawn("c", "versioned", b"").unwrap();
+        feed(speech, &system, "/user/c", 0, 0, 100).await;
+        let before = state(&system, "/user/c").await;
+        assert_eq!((before.count, before.sum), counted(100));
+        let image = system.snapshot("/user/c").await.expect("a snapshot");
+        feed(speech, &system, "/user/c", 0, 100, 150).await;
+        assert_eq!(
+            (state(&system, "/user/c").await.count),
+            150,
+            "the original runs on"
+        );
+
+        let at = system
+            .restore(&image, Some("/user/d"), SpawnOptions::default())
+            .await
+            .expect("a restore");
+        assert_eq!(at.path.as_str(), "/user/d");
+        let restored = state(&system, "/user/d").await;
+        assert_eq!(
+            restored, before,
+            "the image's state, not the original's now"
+        );
+        feed(speech, &system, "/user/d", 0, 100, 110).await;
+        let on = state(&system, "/user/d").await;
+        assert_eq!(
+            (on.count, on.sum, on.out_of_order),
+            (110, counted(110).1, 0)
+        );
+
+        let mut damaged = image.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x10;
+        let refused = system
+            .restore(&damaged, Some("/user/e"), SpawnOptions::default())
+            .await;
+        assert!(
+            matches!(refused, Err(SnapshotError::Image(ImageError::Corrupt(_)))),
+            "{refused:?}"
+        );
+        assert!(system.lookup("/user/e").is_none(), "nothing was spawned");
+        let taken = system.restore(&image, None, SpawnOptions::default()).await;
+        assert!(
+            matches!(taken, Err(SnapshotError::Spawn(SpawnError::NameTaken(_)))),
+            "where it was taken, /user/c still lives: {taken:?}"
+        );
+
+        let options = EntityOptions {
+            passivate_after: Some(Duration::from_millis(100)),
+            ..EntityOptions::default()
+        };
+        system
+            .register_entity("counters", "versioned", options)
+            .unwrap();
+        feed(speech, &system, "/user/counters/7", 0, 0, 40).await;
+        assert_eq!(state(&system, "/user/counters/7").await.count, 40);
+        let first = system.lookup("/user/counters/7").expect("live");
+        wait_until(|| system.lookup("/user/counters/7").is_none()).await;
+        terminated(&system, &first).await;
+        system.shutdown().await.unwrap();
+    }
+    let system = snapshot_system(&db, prefix);
+    let options = EntityOptions {
+        passivate_after: Some(Duration::from_secs(60)),
+        ..EntityOptions::default()
+    };
+    system
+        .register_entity("counters", "versioned", options)
+        .unwrap();
+    let back = state(&system, "/user/counters/7").await;
+    assert_eq!(
+        (back.count, back.sum, back.out_of_order),
+        (40, counted(40).1, 0),
+        "passivated as an image, restored after a host restart"
+    );
+    feed(speech, &system, "/user/counters/7", 0, 40, 45).await;
+    assert_eq!(state(&system, "/user/counters/7").await.count, 45);
     system.shutdown().await.unwrap();
 }

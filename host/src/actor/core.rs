@@ -304,6 +304,7 @@ impl ActorCore {
             passivate_after: None,
             reservation: Some(reservation),
             incarnation: None,
+            restore: crate::kernel::spawn::Restore::No,
         };
         if let Some((remote, node)) = remote {
             let stand_in = remote

@@ -20,6 +20,7 @@ use crate::sandbox::bindings::{
     ActorWorld, WitAddress, WitDirective, WitFailureKind, WitMessage, from_wit_directive,
     to_wit_address, to_wit_address_of, to_wit_failure_kind, to_wit_stop_reason,
 };
+use crate::sandbox::image::{self, CoreImage, ImageError};
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered};
 use crate::sandbox::packed::pack;
 use crate::stats::ActorStats;
@@ -154,6 +155,12 @@ impl ActorInstance {
             Ok(instance) => instance,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
         };
+        if let Some(baselines) = &module.images
+            && baselines.wanted()
+        {
+            // The first fresh instances of a module say what its images diff against.
+            baselines.record(&mut store);
+        }
         let bindings = match module.indices.load(&mut store, &instance) {
             Ok(bindings) => bindings,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
@@ -200,6 +207,25 @@ impl ActorInstance {
             epochs,
             poisoned: false,
         })
+    }
+
+    /// Reads the instance's core state between two calls (its module deployed with
+    /// snapshots on).
+    pub(crate) fn capture(&mut self, module: &Module) -> Result<CoreImage, ImageError> {
+        let Some(baselines) = &module.images else {
+            return Err(ImageError::NotEnabled(module.name.to_string()));
+        };
+        if self.poisoned {
+            return Err(ImageError::Uncapturable(
+                "its instance trapped and cannot be entered".into(),
+            ));
+        }
+        image::capture(&mut self.store, baselines)
+    }
+
+    /// Writes `image` into this fresh instance, within `limit` bytes of memory.
+    pub(crate) fn restore(&mut self, image: &CoreImage, limit: u64) -> Result<(), ImageError> {
+        image::restore(&mut self.store, image, limit)
     }
 
     /// The store data.

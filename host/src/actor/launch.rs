@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use super::cell::CellSpec;
+use super::cell::{CellSpec, Restoring};
+use super::image::ActorImage;
 use super::mailbox::Capacity;
 use crate::caps::Caps;
-use crate::deploy::modules::Modules;
+use crate::deploy::modules::{Module, Modules};
 use crate::error::SpawnError;
-use crate::kernel::spawn::SpawnRequest;
+use crate::kernel::spawn::{Restore, SpawnRequest};
 use crate::kernel::{Extensions, Kernel, Spawned, Undelivered};
 use crate::message::{Envelope, Receipt};
 use crate::sandbox::engine::EpochTicker;
@@ -42,6 +43,40 @@ impl Launcher {
     }
 }
 
+impl Launcher {
+    /// The module version an image was taken from, if it is still deployed as it was.
+    fn image_module(&self, image: &ActorImage) -> Option<Arc<Module>> {
+        self.modules
+            .get_version(&image.module, &image.version)
+            .filter(|m| *m.hash == image.hash)
+    }
+
+    /// Takes the image stored for `path` when its actor was passivated, with the module
+    /// version to restore it into. An image that cannot be read or whose version is gone is
+    /// dropped, said in the log: the actor starts afresh.
+    fn take_stored(&self, path: &str) -> Option<(Box<ActorImage>, Arc<Module>)> {
+        let bytes = match self.caps.persistence.entities.images.take(path) {
+            Ok(bytes) => bytes?,
+            Err(e) => {
+                tracing::error!(path, error = %crate::error::chain(&e), "a stored image could not be read");
+                return None;
+            }
+        };
+        let image = match ActorImage::decode(&bytes) {
+            Ok(image) => image,
+            Err(e) => {
+                tracing::error!(path, error = %e, "a stored image is dropped: the actor starts afresh");
+                return None;
+            }
+        };
+        let Some(module) = self.image_module(&image) else {
+            tracing::error!(path, module = %image.module, version = %image.version, "a stored image is dropped: its module version is no longer deployed");
+            return None;
+        };
+        Some((Box::new(image), module))
+    }
+}
+
 impl Extensions for Launcher {
     fn launch(&self, kernel: &Arc<Kernel>, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let SpawnRequest {
@@ -53,17 +88,41 @@ impl Extensions for Launcher {
             passivate_after,
             reservation,
             incarnation,
+            restore,
         } = request;
-        let module = self
-            .modules
-            .get(&module)
-            .ok_or(SpawnError::UnknownModule(module))?;
+        let (mut module, mut restoring, stored) = match restore {
+            Restore::Image { image, answer } => {
+                let module = self.image_module(&image).ok_or_else(|| {
+                    SpawnError::UnknownModule(format!(
+                        "{} version {} (as the image was taken)",
+                        image.module, image.version
+                    ))
+                })?;
+                let answer = Some(answer);
+                (module, Some(Restoring { image, answer }), false)
+            }
+            other => {
+                let module = self
+                    .modules
+                    .get(&module)
+                    .ok_or(SpawnError::UnknownModule(module))?;
+                (module, None, matches!(other, Restore::Stored))
+            }
+        };
         let labels = (module.name.clone(), module.version.clone());
         let capacity = Capacity {
             messages: limits.mailbox_capacity,
             bytes: limits.mailbox_bytes,
         };
         let (actor, mailbox) = kernel.claim(path, Some(labels), capacity, incarnation)?;
+        if stored && let Some((image, version)) = self.take_stored(&actor.address.path.to_string())
+        {
+            module = version;
+            restoring = Some(Restoring {
+                image,
+                answer: None,
+            });
+        }
         tracing::debug!(actor = %actor.address, module = %module.name, "spawned");
         let task = CellSpec {
             kernel: kernel.clone(),
@@ -78,6 +137,7 @@ impl Extensions for Launcher {
             limits,
             passivate_after,
             reservation,
+            restoring,
         };
         Ok(Spawned {
             actor,

@@ -71,6 +71,8 @@ pub(crate) enum SystemMsg {
     /// An urgent message was queued: wakes an idle actor (whose wait polls only the system
     /// and ordinary lanes, so the urgent lane costs the common path nothing).
     Urgent,
+    /// Capture the actor as an image between two messages, and answer with its bytes.
+    Snapshot(tokio::sync::oneshot::Sender<Result<Vec<u8>, crate::sandbox::image::ImageError>>),
 }
 
 /// A request to run another version of the actor's module (see `deploy::upgrade`).

@@ -70,7 +70,7 @@ pub enum Directive {
 }
 
 /// Whether a directive applies to the failed child alone or to all its siblings too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Scope {
     /// Only the failed child.
     OneForOne,
@@ -79,7 +79,7 @@ pub enum Scope {
 }
 
 /// A parent's strategy for its children's failures.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Strategy {
     /// One-for-one or all-for-one.
     pub scope: Scope,

@@ -197,6 +197,13 @@ impl Capability for Callouts {
         *self.lock() = Bulkhead::Closed;
     }
 
+    fn capture(&self, _actor: &ActorCore, state: &Outbox) -> Result<Vec<u8>, String> {
+        match state.lock().calls.len() {
+            0 => Ok(Vec::new()),
+            n => Err(format!("{n} HTTP call-out(s) in flight")),
+        }
+    }
+
     fn restarting(&self, _actor: &Address, state: &mut Outbox) {
         state.lock().close();
     }

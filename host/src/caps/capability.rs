@@ -204,6 +204,23 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
 
     /// A message became a dead letter.
     fn dead_letter(&self, _kernel: &Arc<Kernel>, _envelope: &Envelope, _target: &str) {}
+
+    // Images (see `actor::image`).
+
+    /// The actor is captured as an image between two calls: what this capability must keep to
+    /// carry on after a restore (empty: nothing), or why the actor cannot be captured now.
+    fn capture(&self, _actor: &ActorCore, _state: &Self::State) -> Result<Vec<u8>, String> {
+        Ok(Vec::new())
+    }
+
+    /// The state of an instance restored from an image, and what it takes up again (topics,
+    /// say): `image` is what [`Capability::capture`] kept, untrusted.
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Self::State, String> {
+        match image {
+            [] => Ok(self.state(actor, Origin::Spawned)),
+            _ => Err("the image holds bookkeeping this capability never keeps".into()),
+        }
+    }
 }
 
 /// A set of capabilities: what the host's store data is built from.
@@ -357,6 +374,43 @@ macro_rules! capabilities {
                         $($field: self.$field.state(actor, Origin::Upgraded { old: &old.$field }),)*
                     },
                 }
+            }
+
+            /// What every capability keeps of an actor captured now, by capability name (those
+            /// that keep nothing are left out), or why it cannot be captured.
+            pub(crate) fn capture(
+                &self,
+                actor: &$crate::actor::core::ActorCore,
+                states: &States,
+            ) -> Result<Vec<(String, Vec<u8>)>, String> {
+                use $crate::caps::capability::Capability as _;
+                let mut kept = Vec::new();
+                $(
+                    let bytes = self.$field.capture(actor, &states.$field)
+                        .map_err(|why| format!("{}: {why}", stringify!($field)))?;
+                    if !bytes.is_empty() {
+                        kept.push((stringify!($field).to_owned(), bytes));
+                    }
+                )*
+                Ok(kept)
+            }
+
+            /// The states of an instance restored from `image`, each capability's from what it
+            /// kept; bookkeeping of a capability this host lacks is refused.
+            pub(crate) fn restore(
+                &self,
+                actor: &$crate::actor::core::ActorCore,
+                image: &$crate::actor::image::ActorImage,
+            ) -> Result<States, String> {
+                use $crate::caps::capability::Capability as _;
+                const NAMES: &[&str] = &[$(stringify!($field)),*];
+                if let Some((name, _)) = image.caps.iter().find(|(n, _)| !NAMES.contains(&n.as_str())) {
+                    return Err(format!("the image has bookkeeping of {name:?}, which this host lacks"));
+                }
+                Ok(States {
+                    $($field: self.$field.restore(actor, image.cap(stringify!($field)))
+                        .map_err(|why| format!("{}: {why}", stringify!($field)))?,)*
+                })
             }
 
             /// Tells every capability that the kernel exists.

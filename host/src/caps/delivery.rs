@@ -79,6 +79,21 @@ impl Capability for Delivery {
         }
     }
 
+    fn capture(&self, _actor: &ActorCore, mode: &Mode) -> Result<Vec<u8>, String> {
+        Ok(match mode {
+            Mode::AtLeastOnce => Vec::new(),
+            Mode::AtMostOnce => vec![1],
+        })
+    }
+
+    fn restore(&self, _actor: &ActorCore, image: &[u8]) -> Result<Mode, String> {
+        match image {
+            [] => Ok(Mode::AtLeastOnce),
+            [1] => Ok(Mode::AtMostOnce),
+            _ => Err("an unknown delivery mode".into()),
+        }
+    }
+
     fn deliver(
         &self,
         mode: &mut Mode,

@@ -51,6 +51,13 @@ impl Capability for Naming {
         }
     }
 
+    fn capture(&self, _actor: &ActorCore, state: &Aliases) -> Result<Vec<u8>, String> {
+        match state.0.len() {
+            0 => Ok(Vec::new()),
+            n => Err(format!("{n} alias(es) held: an image keeps no aliases yet")),
+        }
+    }
+
     fn stopped(&self, kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Aliases>) {
         for path in state.map(|s| std::mem::take(&mut s.0)).unwrap_or_default() {
             kernel.registry.unalias(path.as_str(), actor);

@@ -95,6 +95,15 @@ impl Capability for Stashing {
         }
     }
 
+    fn capture(&self, _actor: &ActorCore, state: &Stash) -> Result<Vec<u8>, String> {
+        match state.held.len() + state.ready.len() {
+            0 => Ok(Vec::new()),
+            n => Err(format!(
+                "{n} message(s) stashed: an image keeps no stash yet"
+            )),
+        }
+    }
+
     fn stopped(&self, kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Stash>) {
         let Some(stash) = state else {
             return;

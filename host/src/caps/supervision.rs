@@ -65,6 +65,45 @@ impl Capability for Supervision {
         }
     }
 
+    fn capture(&self, _actor: &ActorCore, state: &Watching) -> Result<Vec<u8>, String> {
+        if state.watching.is_empty() && state.restart_cause.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut watching: Vec<(String, u64)> = state
+            .watching
+            .iter()
+            .map(|a| (a.path.to_string(), a.incarnation))
+            .collect();
+        watching.sort();
+        Ok(crate::storage::database::encode(&(
+            watching,
+            &state.restart_cause,
+        )))
+    }
+
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Watching, String> {
+        if image.is_empty() {
+            return Ok(Watching::default());
+        }
+        let (watching, restart_cause): (Vec<(String, u64)>, Option<String>) =
+            postcard::from_bytes(image).map_err(|e| e.to_string())?;
+        if watching.len() > actor.quotas().watches {
+            return Err("more watches than the actor's quota allows".into());
+        }
+        let watching = watching
+            .into_iter()
+            .map(|(path, incarnation)| {
+                crate::address::ActorPath::parse(&path)
+                    .map(|path| Address { path, incarnation })
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Watching {
+            watching,
+            restart_cause,
+        })
+    }
+
     fn admit(&self, state: &mut Watching, envelope: &Envelope) -> bool {
         if envelope.kind != TERMINATED_KIND {
             return true;

@@ -214,6 +214,7 @@ impl Cluster {
             passivate_after: None,
             reservation: None,
             incarnation: Some(incarnation),
+            restore: crate::kernel::spawn::Restore::No,
         };
         match kernel.spawn(request) {
             Ok(spawned) => spawned.task.start(),

@@ -161,6 +161,12 @@ pub(crate) async fn stand_in<T: Through>(
                         )));
                         continue;
                     }
+                    SystemMsg::Snapshot(answer) => {
+                        let _ = answer.send(Err(crate::sandbox::image::ImageError::Uncapturable(
+                            format!("{child} runs on node {node}: capture it there"),
+                        )));
+                        continue;
+                    }
                     SystemMsg::Urgent => {
                         while let Ok(msg) = mailbox.try_next() {
                             cluster.forward_user(&node, &child, msg);

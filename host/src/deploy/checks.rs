@@ -40,7 +40,8 @@ pub(crate) fn validate_name(what: &str, name: &str) -> Result<(), ModuleError> {
 
 /// Refuses grants no capability of this host can give.
 pub(crate) fn validate_grants(grants: &[String]) -> Result<(), ModuleError> {
-    let grantable = Caps::grantable();
+    let mut grantable = Caps::grantable();
+    grantable.push(SNAPSHOT_GRANT);
     match grants.iter().find(|g| !grantable.contains(&g.as_str())) {
         Some(unknown) => Err(ModuleError::UnknownGrant {
             grant: unknown.clone(),
@@ -49,6 +50,10 @@ pub(crate) fn validate_grants(grants: &[String]) -> Result<(), ModuleError> {
         None => Ok(()),
     }
 }
+
+/// The grant that lets the host capture a module's instances as images (`snapshot = true` in
+/// a manifest): the module is compiled for an engine that keeps its core state readable.
+pub(crate) const SNAPSHOT_GRANT: &str = "snapshot";
 
 /// SHA-256 of `bytes`, hex.
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
@@ -278,10 +283,11 @@ mod tests {
     #[test]
     fn an_unknown_grant_is_its_own_error_naming_what_can_be_granted() {
         assert!(validate_grants(&["wasi:http".to_owned()]).is_ok());
+        assert!(validate_grants(&["snapshot".to_owned()]).is_ok());
         match validate_grants(&["wasi:sockets".to_owned()]) {
             Err(ModuleError::UnknownGrant { grant, grantable }) => {
                 assert_eq!(grant, "wasi:sockets");
-                assert_eq!(grantable, ["wasi:http"]);
+                assert_eq!(grantable, ["wasi:http", "snapshot"]);
             }
             other => panic!("expected an unknown grant, got {other:?}"),
         }

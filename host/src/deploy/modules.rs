@@ -34,6 +34,7 @@ use crate::error::{HostError, ModuleError};
 use crate::progress::{Reports, Task};
 use crate::sandbox::bindings::ActorWorldIndices;
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
+use crate::sandbox::image::Baselines;
 use crate::storage::Database;
 
 /// The version a module gets when none is given.
@@ -71,6 +72,9 @@ pub(crate) struct Module {
     pub(crate) metered: bool,
     /// Where its instances' linear memory comes from.
     pub(crate) memory: MemoryStrategy,
+    /// Set if it was deployed with snapshots on: its instances can be captured as images,
+    /// diffed against these fresh ones.
+    pub(crate) images: Option<Baselines>,
 }
 
 /// One deployed module version, as listed by [`crate::ActorSystem::module_list`].
@@ -90,7 +94,8 @@ pub struct ModuleInfo {
     pub metered: bool,
     /// Where its instances' linear memory comes from (see [`crate::HostConfig::image_threshold`]).
     pub memory: MemoryStrategy,
-    /// What it was granted beyond the defaults.
+    /// What it was granted beyond the defaults (`snapshot` among them, if its actors can be
+    /// captured as images).
     pub grants: Vec<String>,
 }
 
@@ -120,9 +125,9 @@ impl Backend {
 
 /// The modules deployed on one host.
 pub(crate) struct Modules {
-    /// Modules on arena memory, and modules on copy-on-write images.
-    arena: Backend,
-    image: Backend,
+    /// One backend per engine: arena memory and copy-on-write images, each without and with
+    /// snapshots (see [`Modules::backend`]).
+    backends: Vec<Backend>,
     /// From how many bytes of initial data a module goes on images.
     image_threshold: u64,
     by_name: RwLock<HashMap<String, Entry>>,
@@ -136,15 +141,13 @@ impl Modules {
     /// The registry of a host whose actors are linked by `linker`; with a database, the
     /// versions recorded there are deployed again, as they were.
     pub(crate) fn new(
-        arena: Backend,
-        image: Backend,
+        backends: Vec<Backend>,
         image_threshold: u64,
         database: Option<Arc<Database>>,
         reports: Arc<Reports>,
     ) -> Result<Self, HostError> {
         let modules = Modules {
-            arena,
-            image,
+            backends,
             image_threshold,
             by_name: RwLock::default(),
             database,
@@ -270,7 +273,8 @@ impl Modules {
         }
         checks::check_header(name, bytes)?;
         let memory = strategy_for(bytes, self.image_threshold);
-        let backend = self.backend(memory);
+        let images = grants.iter().any(|g| g == checks::SNAPSHOT_GRANT);
+        let backend = self.backend(memory, images);
         let component = backend
             .cache
             .component(&backend.engine, name, &hash, bytes, || {
@@ -292,7 +296,9 @@ impl Modules {
             grants,
             bytes,
         };
-        let module = Arc::new(prepare(backend, memory, source, &component)?);
+        let mut module = prepare(backend, memory, source, &component)?;
+        module.images = images.then(Baselines::default);
+        let module = Arc::new(module);
         let mut map = self.write();
         let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
             versions: BTreeMap::new(),
@@ -412,19 +418,21 @@ impl Modules {
 
     /// Compilations and cache loads so far.
     pub(crate) fn stats(&self) -> ModuleStats {
-        let (a, b) = (self.arena.cache.stats(), self.image.cache.stats());
-        ModuleStats {
-            compiled: a.compiled + b.compiled,
-            cache_hits: a.cache_hits + b.cache_hits,
-        }
+        self.backends
+            .iter()
+            .map(|b| b.cache.stats())
+            .fold(ModuleStats::default(), |a, b| ModuleStats {
+                compiled: a.compiled + b.compiled,
+                cache_hits: a.cache_hits + b.cache_hits,
+            })
     }
 
     /// The backend of a memory strategy.
-    fn backend(&self, memory: MemoryStrategy) -> &Backend {
-        match memory {
-            MemoryStrategy::Arena => &self.arena,
-            MemoryStrategy::Image => &self.image,
-        }
+    /// The backend of a memory strategy, with or without snapshots: engines are listed arena
+    /// then image, without snapshots then with (see `system::wiring`).
+    fn backend(&self, memory: MemoryStrategy, images: bool) -> &Backend {
+        let index = usize::from(images) * 2 + usize::from(memory == MemoryStrategy::Image);
+        &self.backends[index]
     }
 }
 
@@ -492,6 +500,7 @@ fn prepare(
             .imports(&backend.engine)
             .any(|(import, _)| import.starts_with(CLOCK_IMPORT)),
         memory,
+        images: None,
     })
 }
 

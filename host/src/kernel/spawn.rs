@@ -173,6 +173,24 @@ pub(crate) struct SpawnRequest {
     /// The incarnation it gets, if its parent's node chose it (a child spawned on another
     /// node of the cluster); else a fresh one.
     pub(crate) incarnation: Option<u64>,
+    /// Whether it starts from an image instead of `start`.
+    pub(crate) restore: Restore,
+}
+
+/// Where a spawned actor's first instance comes from.
+#[derive(Debug)]
+pub(crate) enum Restore {
+    /// A fresh instance, started with its init.
+    No,
+    /// The image stored for its path when it was passivated, if there is one (taken once the
+    /// path is claimed, so only one activation gets it); else as `No`.
+    Stored,
+    /// This image; the outcome of restoring it is told to `answer`, and a failed restore
+    /// stops the actor instead of starting it afresh.
+    Image {
+        image: Box<crate::actor::image::ActorImage>,
+        answer: tokio::sync::oneshot::Sender<Result<(), crate::sandbox::image::ImageError>>,
+    },
 }
 
 #[cfg(test)]

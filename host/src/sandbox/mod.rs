@@ -5,5 +5,6 @@
 pub(crate) mod arena;
 pub(crate) mod bindings;
 pub(crate) mod engine;
+pub(crate) mod image;
 pub(crate) mod meter;
 pub(crate) mod packed;

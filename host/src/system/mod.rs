@@ -2,6 +2,7 @@
 //! program, a test) deploys, spawns, sends, stops and shuts down. It wires the layers together
 //! at start (engine, capabilities, module registry, kernel) and otherwise only delegates.
 
+mod images;
 mod metrics;
 mod outside;
 mod probe;
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+pub use self::images::{ImageInfo, SnapshotError};
 pub use self::metrics::MetricsQuery;
 use self::outside::{check_outside, deliver_outside, from_outside, tell_outside};
 pub use self::probe::Probe;
@@ -381,6 +383,7 @@ impl ActorSystem {
             passivate_after: None,
             reservation: None,
             incarnation: None,
+            restore: crate::kernel::spawn::Restore::No,
         })?;
         if let Some(cluster) = cluster {
             cluster.claim_in_background(&self.kernel, path.as_str());

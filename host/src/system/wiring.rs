@@ -37,10 +37,17 @@ impl Wiring {
         database: Option<&Arc<Database>>,
         replay: Option<&Arc<History>>,
     ) -> Result<Wiring, HostError> {
-        let arena = build_engine(config, MemoryStrategy::Arena)?;
-        let image = build_engine(config, MemoryStrategy::Image)?;
+        let mut engines = Vec::new();
+        for images in [false, true] {
+            for memory in [MemoryStrategy::Arena, MemoryStrategy::Image] {
+                engines.push(build_engine(config, memory, images)?);
+            }
+        }
         let ticker = match config.epoch_interruption {
-            true => Some(EpochTicker::start(&[&arena, &image], config)?),
+            true => Some(EpochTicker::start(
+                &engines.iter().collect::<Vec<_>>(),
+                config,
+            )?),
             false => None,
         };
         let guest_log = GuestLog::start(config.guest_log_queue);
@@ -63,8 +70,10 @@ impl Wiring {
         };
         let reports = Arc::new(Reports::default());
         let modules = Arc::new(Modules::new(
-            backend(arena)?,
-            backend(image)?,
+            engines
+                .into_iter()
+                .map(backend)
+                .collect::<Result<Vec<_>, _>>()?,
             config.image_threshold,
             database.cloned(),
             reports.clone(),

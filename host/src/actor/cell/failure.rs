@@ -140,6 +140,11 @@ impl Cell {
                 SystemMsg::Upgrade(request) => request.answer(Outcome::Failed(
                     "the actor has failed and waits for its supervisor".into(),
                 )),
+                SystemMsg::Snapshot(answer) => {
+                    let _ = answer.send(Err(crate::sandbox::image::ImageError::Uncapturable(
+                        "the actor has failed and waits for its supervisor".into(),
+                    )));
+                }
                 SystemMsg::Watch(_)
                 | SystemMsg::Unwatch(_)
                 | SystemMsg::Deactivate

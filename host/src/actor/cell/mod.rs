@@ -30,6 +30,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::core::{ActorCore, Program};
+use super::image::ActorImage;
 use super::instance::{ActorInstance, Failure, Received, Stillborn};
 use super::lane::TryRecvError;
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
@@ -43,6 +44,7 @@ use crate::kernel::deadletters::DeadLetterReason;
 use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
+use crate::sandbox::image::ImageError;
 use crate::sched::Scheduler;
 use crate::trace;
 
@@ -62,6 +64,16 @@ pub(crate) struct CellSpec {
     pub(crate) passivate_after: Option<Duration>,
     /// Its place among its ancestors' descendants, given back when the cell ends.
     pub(crate) reservation: Option<Reservation>,
+    /// The image its first instance is restored from, instead of `start`.
+    pub(crate) restoring: Option<Restoring>,
+}
+
+/// An image a new cell's first instance is restored from.
+pub(crate) struct Restoring {
+    pub(crate) image: Box<ActorImage>,
+    /// Who waits for the outcome: then a failed restore stops the actor; without, the actor
+    /// starts afresh (a passivated entity whose image does not fit any more).
+    pub(crate) answer: Option<tokio::sync::oneshot::Sender<Result<(), ImageError>>>,
 }
 
 impl Pending for CellSpec {
@@ -133,6 +145,8 @@ struct Cell {
     lineage: Arc<Lineage>,
     /// Its place among its ancestors' descendants, held until the cell ends.
     _reservation: Option<Reservation>,
+    /// The image to restore the first instance from.
+    restoring: Option<Restoring>,
 }
 
 async fn run(spec: CellSpec) {
@@ -160,6 +174,7 @@ async fn run(spec: CellSpec) {
         passivate_after: spec.passivate_after,
         passivated: false,
         active: true,
+        restoring: spec.restoring,
     };
     let reason = cell.live().await;
     Box::pin(cell.terminate(reason)).await;
@@ -174,6 +189,26 @@ impl Cell {
     async fn live(&mut self) -> StopReason {
         let mut restart_cause: Option<String> = None;
         let mut boot = true;
+        if let Some(Restoring { image, answer }) = self.restoring.take() {
+            let restored = Box::pin(self.restore(*image)).await;
+            let failed = restored.as_ref().err().map(ToString::to_string);
+            // With someone waiting, a failed restore stops the actor (whether or not the
+            // answer still reaches them).
+            let waited = answer.is_some();
+            if let Some(answer) = answer {
+                let _ = answer.send(restored);
+            }
+            match failed {
+                None => boot = false,
+                Some(error) if waited => {
+                    tracing::warn!(%error, "the image could not be restored");
+                    return StopReason::Failure(error);
+                }
+                Some(error) => {
+                    tracing::error!(%error, "the image could not be restored: the actor starts afresh");
+                }
+            }
+        }
         loop {
             let mut booting = false;
             let exit = if boot {
@@ -287,6 +322,123 @@ impl Cell {
         }
     }
 
+    /// Makes the first instance from `image` instead of booting: each capability's state from
+    /// what it kept, a fresh instance of the image's module version with the image's core
+    /// state written in, and no `start`.
+    async fn restore(&mut self, image: ActorImage) -> Result<(), ImageError> {
+        let program = Program {
+            module: self.module.name.clone(),
+            version: self.module.version.clone(),
+            init: image.init.as_slice().into(),
+        };
+        self.init = program.init.clone();
+        let mut core = ActorCore::new(
+            self.kernel.clone(),
+            self.me.address.clone(),
+            self.parent.clone(),
+            program,
+            self.limits,
+            (
+                self.me.stats.clone().unwrap_or_default(),
+                self.lineage.clone(),
+            ),
+        );
+        core.grants = self.module.grants.as_slice().into();
+        core.supervisor = super::supervisor::Supervisor::new(image.strategy.clone());
+        let caps = self
+            .caps
+            .restore(&core, &image)
+            .map_err(ImageError::Corrupt)?;
+        let state = ActorState {
+            core,
+            caps,
+            set: self.caps.clone(),
+        };
+        let mut instance = ActorInstance::new(&self.module, state)
+            .await
+            .map_err(|stillborn| ImageError::Corrupt(stillborn.failure.to_string()))?;
+        let limit = self.limits.memory as u64;
+        match instance.restore(&image.core, limit) {
+            Ok(()) => {
+                self.instance = Some(instance);
+                Ok(())
+            }
+            Err(e) => {
+                // Undo what the capabilities took up again (topics) with the instance.
+                let mut state = instance.into_state();
+                self.caps
+                    .stopped(&self.kernel, &self.me.address, Some(&mut state.caps));
+                Err(e)
+            }
+        }
+    }
+
+    /// Captures the actor between two messages: its module deployed with snapshots on, one
+    /// live instance, no children, and nothing a capability cannot keep.
+    fn capture(&mut self) -> Result<ActorImage, ImageError> {
+        if self.module.images.is_none() {
+            return Err(ImageError::NotEnabled(self.module.name.to_string()));
+        }
+        let Some(instance) = self.instance.as_mut() else {
+            return Err(ImageError::Uncapturable("it has no live instance".into()));
+        };
+        let state = instance.state();
+        if !state.core.children.is_empty() {
+            return Err(ImageError::Uncapturable(format!(
+                "it has {} child actor(s): an image holds one actor",
+                state.core.children.len()
+            )));
+        }
+        let caps = self
+            .caps
+            .capture(&state.core, &state.caps)
+            .map_err(ImageError::Uncapturable)?;
+        let strategy = state.core.supervisor.strategy.clone();
+        let core = instance.capture(&self.module)?;
+        Ok(ActorImage {
+            module: self.module.name.to_string(),
+            version: self.module.version.to_string(),
+            hash: self.module.hash.to_string(),
+            path: self.me.address.path.to_string(),
+            incarnation: self.me.address.incarnation,
+            init: self.init.to_vec(),
+            strategy,
+            caps,
+            core,
+        })
+    }
+
+    /// Passivates an idle entity of a module with snapshots on as an image: captured, stored,
+    /// then its path given up; if a message got in first, the stored image is taken back and
+    /// the actor serves on. False if it was not passivated (the image could not be taken or
+    /// stored: its state would be lost).
+    fn passivate_as_image(&mut self) -> bool {
+        let image = match self.capture() {
+            Ok(image) => image,
+            Err(error) => {
+                tracing::debug!(%error, "not passivated: the actor cannot be captured now");
+                return false;
+            }
+        };
+        let images = &self.caps.persistence.entities.images;
+        let path = self.me.address.path.to_string();
+        if let Err(e) = images.put(&path, &image.encode()) {
+            tracing::error!(error = %crate::error::chain(&e), "not passivated: its image could not be stored");
+            return false;
+        }
+        if self
+            .kernel
+            .tally
+            .retire(&self.me, || self.kernel.registry.passivate(&self.me))
+        {
+            return true;
+        }
+        if let Err(e) = images.take(&path) {
+            tracing::error!(error = %crate::error::chain(&e), "a passivation that did not happen left its image stored");
+        }
+        false
+    }
+
     /// After a successful guest call: the step is sealed by the capabilities, what they must
     /// write is committed, then its effects are released (the cell handles nothing else
     /// meanwhile); `consumed` is acknowledged with it. A failed commit fails the actor, and its
@@ -381,12 +533,15 @@ impl Cell {
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
-                    if !self.holds()
-                        && self
-                            .kernel
-                            .tally
-                            .retire(&self.me, || self.kernel.registry.passivate(&self.me))
-                    {
+                    let passivated = !self.holds()
+                        && if self.module.images.is_some() {
+                            self.passivate_as_image()
+                        } else {
+                            self.kernel
+                                .tally
+                                .retire(&self.me, || self.kernel.registry.passivate(&self.me))
+                        };
+                    if passivated {
                         tracing::debug!("passivated");
                         self.passivated = true;
                         return Exit::Stop(StopReason::Normal);
@@ -457,6 +612,10 @@ impl Cell {
                 Directive::Resume => None,
             },
             SystemMsg::Upgrade(request) => Box::pin(self.upgrade(request)).await,
+            SystemMsg::Snapshot(answer) => {
+                let _ = answer.send(self.capture().map(|image| image.encode()));
+                None
+            }
             // Kept by `track`.
             SystemMsg::Watch(_)
             | SystemMsg::Unwatch(_)

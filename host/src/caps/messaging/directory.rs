@@ -65,6 +65,19 @@ impl Directory {
             .map_or(0, HashSet::len)
     }
 
+    /// The sets `member` is in, sorted.
+    pub(crate) fn sets_of(&self, member: &Address) -> Vec<String> {
+        let mut sets: Vec<String> = self
+            .by_member
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(member)
+            .map(|names| names.iter().cloned().collect())
+            .unwrap_or_default();
+        sets.sort();
+        sets
+    }
+
     /// Removes `member` from `name`.
     pub(crate) fn leave(&self, name: &str, member: &Address) {
         let mut names = self.by_name.write().unwrap_or_else(|p| p.into_inner());

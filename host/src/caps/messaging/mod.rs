@@ -60,6 +60,13 @@ pub(crate) struct Interest {
     pub(crate) groups: Vec<(String, u32, u64)>,
 }
 
+/// The topics and groups an image of an actor takes up again.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Memberships {
+    topics: Vec<String>,
+    groups: Vec<String>,
+}
+
 /// One actor's asks awaiting their outcome, counted across restarts and upgrades.
 #[derive(Default, Clone)]
 pub(crate) struct Asking(Arc<AtomicUsize>);
@@ -97,6 +104,42 @@ impl Capability for Messaging {
             Origin::Restarted { old, .. } => old,
             Origin::Upgraded { old } => old.clone(),
         }
+    }
+
+    fn capture(&self, actor: &ActorCore, state: &Asking) -> Result<Vec<u8>, String> {
+        let open = state.0.load(Ordering::Relaxed);
+        if open > 0 {
+            return Err(format!("{open} ask(s) await their reply"));
+        }
+        let kept = Memberships {
+            topics: self.topics.sets_of(&actor.me),
+            groups: self.groups.sets_of(&actor.me),
+        };
+        if kept.topics.is_empty() && kept.groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(crate::storage::database::encode(&kept))
+    }
+
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Asking, String> {
+        if image.is_empty() {
+            return Ok(Asking::default());
+        }
+        let kept: Memberships = postcard::from_bytes(image).map_err(|e| e.to_string())?;
+        let quotas = actor.quotas();
+        if kept.topics.len() > quotas.subscriptions || kept.groups.len() > quotas.groups {
+            return Err("more topics or groups than the actor's quotas allow".into());
+        }
+        for name in kept.topics.iter().chain(&kept.groups) {
+            actor.check_name(name).map_err(|e| format!("{e:?}"))?;
+        }
+        for topic in &kept.topics {
+            self.topics.join(topic, &actor.me);
+        }
+        for group in &kept.groups {
+            self.groups.join(group, &actor.me);
+        }
+        Ok(Asking::default())
     }
 
     fn stopped(&self, _kernel: &Arc<Kernel>, actor: &Address, _state: Option<&mut Asking>) {

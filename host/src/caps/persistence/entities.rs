@@ -22,9 +22,11 @@ use std::time::Duration;
 use crate::address::ActorPath;
 use crate::error::{AddressError, SpawnError};
 use crate::kernel::deadletters::DeadLetterReason;
-use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
+use crate::kernel::spawn::{Limits, Restore, SpawnOptions, SpawnRequest};
 use crate::kernel::{Kernel, Undelivered};
 use crate::message::Envelope;
+
+use super::images::Images;
 
 /// How the entities of one kind live.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,11 +44,12 @@ struct Kind {
     limits: Limits,
 }
 
-/// The registered entity kinds.
+/// The registered entity kinds, and the images of entities passivated as images.
 #[derive(Default)]
 pub(crate) struct Entities {
     kinds: RwLock<HashMap<String, Kind>>,
     any: AtomicBool,
+    pub(crate) images: Images,
 }
 
 /// The kind and id of an entity path `/user/<kind>/<id>`.
@@ -57,6 +60,14 @@ pub(crate) fn split(path: &str) -> Option<(&str, &str)> {
 }
 
 impl Entities {
+    /// No kinds yet; passivated images kept in `images`.
+    pub(crate) fn new(images: Images) -> Self {
+        Entities {
+            images,
+            ..Entities::default()
+        }
+    }
+
     /// Registers (or re-registers) an entity kind of `module` (the caller checked it is
     /// deployed).
     pub(crate) fn register(
@@ -144,6 +155,8 @@ impl Entities {
             passivate_after: kind.passivate_after,
             reservation: None,
             incarnation: None,
+            // An entity passivated as an image continues from it (taken once the path is ours).
+            restore: Restore::Stored,
         })?;
         tracing::debug!(entity = %actor.address, "activated");
         Ok(())

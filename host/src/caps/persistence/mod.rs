@@ -41,6 +41,7 @@ mod backlog;
 pub(crate) mod channel;
 pub(crate) mod entities;
 pub(crate) mod history;
+pub(crate) mod images;
 mod jetstream;
 pub(crate) mod journal;
 mod local;
@@ -249,7 +250,7 @@ impl Capability for Persistence {
         Ok(Persistence {
             store,
             parking,
-            entities: Arc::default(),
+            entities: Arc::new(Entities::new(images::Images::new(env.database.cloned()))),
             reminders: Reminders::default(),
             claims: Mutex::default(),
             max_state_bytes: env.config.max_state_bytes,
@@ -260,6 +261,16 @@ impl Capability for Persistence {
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
         wit::add_to_linker::<_, HasCall<Self>>(linker, |s| s.call())
+    }
+
+    fn capture(&self, _actor: &ActorCore, state: &Persistent) -> Result<Vec<u8>, String> {
+        match &state.journal {
+            Some(_) => Err(
+                "it is persistent: it recovers from its journal, which an image would bypass"
+                    .into(),
+            ),
+            None => Ok(Vec::new()),
+        }
     }
 
     fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {

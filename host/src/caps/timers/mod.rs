@@ -119,6 +119,13 @@ impl Capability for Timers {
         self.wheel.wake();
     }
 
+    fn capture(&self, actor: &ActorCore, _state: &usize) -> Result<Vec<u8>, String> {
+        match self.wheel.owned(&actor.me) {
+            0 => Ok(Vec::new()),
+            n => Err(format!("{n} timer(s) armed: an image keeps no timers yet")),
+        }
+    }
+
     fn restarting(&self, actor: &Address, _state: &mut usize) {
         // The new instance schedules its own timers in `start`.
         self.wheel.cancel_owner(actor);

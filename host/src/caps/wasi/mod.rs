@@ -93,6 +93,15 @@ impl Capability for Wasi {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
     }
 
+    fn capture(&self, _actor: &ActorCore, state: &Sandboxed) -> Result<Vec<u8>, String> {
+        // Handles to WASI resources live in the instance's handle table, which a fresh
+        // instance does not have: an actor holding one (an open stream, a request) is refused.
+        match state.table.is_empty() {
+            true => Ok(Vec::new()),
+            false => Err("it holds WASI resources (open streams or requests)".into()),
+        }
+    }
+
     fn state(&self, _actor: &ActorCore, _origin: Origin<'_, Sandboxed>) -> Sandboxed {
         Sandboxed {
             log: self.log.clone(),

@@ -1,0 +1,88 @@
+//! Sandbox snapshots: actors captured between two messages as images of their memory, globals
+//! and bookkeeping, restored elsewhere or after a host restart with no persistence code, and
+//! damaged images refused. The same scenario runs for a Rust and a Python actor.
+
+use mote_host::{ActorSystem, HostConfig, ImageError, SnapshotError, SpawnOptions};
+use mote_tests::scenarios::{
+    an_image_keeps_in_memory_state_across_restore_and_a_host_restart, snapshot_system,
+};
+use mote_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_actor_keeps_its_in_memory_state_through_images() {
+    an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
+        "versioned_v",
+        Speech::Postcard,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_actor_keeps_its_in_memory_state_through_images() {
+    an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
+        "py_versioned_v",
+        Speech::Json,
+    )
+    .await;
+}
+
+/// What cannot be imaged is refused with its reason, and the actor runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_that_cannot_be_captured_is_refused_with_the_reason() {
+    let system = system_with(&["counter", "ticker"]);
+    system.spawn("plain", "counter", b"").unwrap();
+    let refused = system.snapshot("/user/plain").await;
+    assert!(
+        matches!(refused, Err(SnapshotError::Image(ImageError::NotEnabled(ref m))) if m == "counter"),
+        "a module deployed without snapshots: {refused:?}"
+    );
+    let missing = system.snapshot("/user/nobody").await;
+    assert!(
+        matches!(missing, Err(SnapshotError::NoActor(_))),
+        "{missing:?}"
+    );
+    assert!(matches!(
+        system
+            .restore(b"not an image", None, SpawnOptions::default())
+            .await,
+        Err(SnapshotError::Image(ImageError::Corrupt(_)))
+    ));
+}
+
+/// An image of one version is not restored into another: the version it names must be
+/// deployed with the same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_is_restored_only_into_the_version_it_was_taken_from() {
+    let dir = TempDir::new("image-version");
+    let system: ActorSystem = snapshot_system(&dir.join("mote.redb"), "versioned_v");
+    system.spawn("c", "versioned", b"").unwrap();
+    let image = system.snapshot("/user/c").await.unwrap();
+    let info = ActorSystem::image_info(&image).unwrap();
+    assert!(info.pages_compressed <= info.pages_raw);
+    assert!(
+        info.bytes < 1 << 20,
+        "a small counter's image is small: {info:?}"
+    );
+    system.shutdown().await.unwrap();
+
+    let other = system_configured(HostConfig::new(), &[]);
+    let v2 = mote_test_programs::path("versioned_v2").unwrap();
+    other
+        .deploy_granted(
+            "versioned",
+            "1",
+            &std::fs::read(v2).unwrap(),
+            &["snapshot".into()],
+        )
+        .unwrap();
+    let refused = other.restore(&image, None, SpawnOptions::default()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(SnapshotError::Spawn(mote_host::SpawnError::UnknownModule(
+                _
+            )))
+        ),
+        "other bytes under the same name and version: {refused:?}"
+    );
+}
