@@ -6,7 +6,8 @@
 //! `{"op":"deploy","path":FILE,"name":N,"version":V}`,
 //! `{"op":"upgrade","target":PATH_OR_MODULE,"version":V,"concurrency":N,
 //! "canary":{"actors":N,"watch_ms":MS}?}`, `{"op":"modules"}`,
-//! `{"op":"undeploy","name":N,"version":V?}`.
+//! `{"op":"undeploy","name":N,"version":V?}`, `{"op":"snapshot","path":P,"file":FILE}`,
+//! `{"op":"restore","file":FILE,"at":P?}`.
 //! Responses: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
 
 use std::path::{Path, PathBuf};
@@ -71,7 +72,34 @@ pub(crate) enum Request {
         name: String,
         version: Option<String>,
     },
+    /// Capture the actor at `path` as an image into `file` (written by the host).
+    Snapshot {
+        path: String,
+        file: PathBuf,
+    },
+    /// Restore the image in `file` (read by the host) as an actor at `at`, by default where
+    /// it was taken.
+    Restore {
+        file: PathBuf,
+        at: Option<String>,
+    },
 }
+
+/// What a `snapshot` wrote, or a `restore` read.
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) struct ImageSummary {
+    /// The image file's size.
+    pub(crate) bytes: usize,
+    /// The memory pages it holds, uncompressed and compressed.
+    pub(crate) pages_raw: u64,
+    pub(crate) pages_compressed: u64,
+    /// Where the restored actor lives (a `restore`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) actor: Option<String>,
+}
+
+/// The largest image file `restore` reads.
+const MAX_IMAGE_BYTES: u64 = 1 << 30;
 
 /// One module version in a `modules` response.
 #[derive(Serialize, Deserialize, Debug)]
@@ -242,6 +270,8 @@ pub(crate) struct Response {
     pub(crate) upgrade: Option<UpgradeSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) deployed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<ImageSummary>,
     /// Set on a line that reports long work while a `deploy` or `upgrade` runs; the answer
     /// follows on a line of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -482,6 +512,41 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
         }
         Request::Undeploy { name, version } => {
             system.remove_module(&name, version.as_deref())?;
+        }
+        Request::Snapshot { path, file } => {
+            let image = system.snapshot(&path).await?;
+            let info = ActorSystem::image_info(&image)?;
+            std::fs::write(&file, &image)
+                .with_context(|| format!("cannot write the image to {}", file.display()))?;
+            response.image = Some(ImageSummary {
+                bytes: info.bytes,
+                pages_raw: info.pages_raw,
+                pages_compressed: info.pages_compressed,
+                actor: None,
+            });
+        }
+        Request::Restore { file, at } => {
+            let size = std::fs::metadata(&file)
+                .with_context(|| format!("cannot read the image {}", file.display()))?
+                .len();
+            if size > MAX_IMAGE_BYTES {
+                bail!(
+                    "{} is {size} bytes, over the {MAX_IMAGE_BYTES} an image may have",
+                    file.display()
+                );
+            }
+            let image = std::fs::read(&file)
+                .with_context(|| format!("cannot read the image {}", file.display()))?;
+            let info = ActorSystem::image_info(&image)?;
+            let address = system
+                .restore(&image, at.as_deref(), mote_host::SpawnOptions::default())
+                .await?;
+            response.image = Some(ImageSummary {
+                bytes: info.bytes,
+                pages_raw: info.pages_raw,
+                pages_compressed: info.pages_compressed,
+                actor: Some(address.to_string()),
+            });
         }
     }
     Ok(response)

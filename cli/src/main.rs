@@ -217,6 +217,30 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
+    /// Capture an actor of a running host as an image file (its module deployed with
+    /// `snapshot = true`); the actor runs on.
+    Snapshot {
+        /// The actor's path.
+        path: String,
+        /// The image file to write.
+        #[arg(long, short, default_value = "actor.img")]
+        out: PathBuf,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
+    /// Restore an image file as an actor of a running host, with the memory and state it was
+    /// captured with (by default at the path it was taken from, which must be free).
+    Restore {
+        /// The image file.
+        image: PathBuf,
+        /// Where the restored actor lives (a top-level path or an entity's).
+        #[arg(long)]
+        at: Option<String>,
+        /// The host's control socket.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
     /// Replay a durable actor from the database up to an event, in a sandbox that releases
     /// nothing and never writes the file, and print what it recovered (and its reply to --ask).
     /// A host that has the file open must be stopped first.
@@ -572,6 +596,39 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
         } => control::request(&control, &control::Request::Undeploy { name, version })
             .await
             .map(drop),
+        Command::Snapshot { path, out, control } => {
+            // The host writes the file: give it a path that means the same there.
+            let file = std::path::absolute(&out)?;
+            let request = control::Request::Snapshot {
+                path: path.clone(),
+                file: file.clone(),
+            };
+            let response = control::request(&control, &request).await?;
+            if let Some(image) = response.image {
+                println!(
+                    "{path} captured into {}: {} bytes ({} bytes of memory pages, {} compressed)",
+                    file.display(),
+                    image.bytes,
+                    image.pages_raw,
+                    image.pages_compressed
+                );
+            }
+            Ok(())
+        }
+        Command::Restore { image, at, control } => {
+            let file = std::path::absolute(&image)?;
+            let request = control::Request::Restore { file, at };
+            let response = control::request(&control, &request).await?;
+            if let Some(summary) = response.image {
+                println!(
+                    "restored {} as {} ({} bytes)",
+                    image.display(),
+                    summary.actor.as_deref().unwrap_or("?"),
+                    summary.bytes
+                );
+            }
+            Ok(())
+        }
     }
 }
 

@@ -1050,3 +1050,99 @@ fn builtin_patterns_deploy_from_a_manifest_and_to_a_running_host() {
     let line = one_line_error(&mote(&["run", bad.to_str().unwrap()]));
     assert!(line.contains("no built-in module \"nope\""), "{line}");
 }
+
+/// The body of a `mote ask` reply line: what follows `body=`, up to the next space.
+fn reply_body(line: &str) -> String {
+    line.split("body=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no body in {line:?}"))
+        .to_owned()
+}
+
+#[test]
+fn snapshot_and_restore_move_an_actors_memory_through_an_image_file() {
+    let dir = scratch("snapshot");
+    let socket = dir.join("mote.sock");
+    let manifest = write(
+        &dir,
+        "versioned.toml",
+        &format!(
+            "[[module]]\nname = \"versioned\"\nversion = \"1\"\npath = {:?}\nsnapshot = true\n\n[[actor]]\npath = \"/user/c\"\nmodule = \"versioned\"\n",
+            example("versioned_v1")
+        ),
+    );
+    let s = socket.to_str().unwrap();
+    let _host = run_host(&dir, &manifest, s, 60);
+    // Versioned::Add { stream: 0, n } is postcard [0, 0, n]; Versioned::Get is [1].
+    let add = |n: u8| {
+        mote_ok(&[
+            "send",
+            "/user/c",
+            "Versioned",
+            "--hex",
+            &format!("0000{n:02x}"),
+            "--control",
+            s,
+        ])
+    };
+    let get = |at: &str| {
+        reply_body(&mote_ok(&[
+            "ask",
+            at,
+            "Versioned",
+            "--hex",
+            "01",
+            "--control",
+            s,
+        ]))
+    };
+    (0..3).for_each(|n| drop(add(n)));
+    let captured = get("/user/c");
+    let image = dir.join("c.img");
+    let out = mote_ok(&[
+        "snapshot",
+        "/user/c",
+        "--out",
+        image.to_str().unwrap(),
+        "--control",
+        s,
+    ]);
+    assert!(out.contains("/user/c captured into"), "{out}");
+    add(3);
+    assert_ne!(get("/user/c"), captured, "the original runs on");
+
+    let out = mote_ok(&[
+        "restore",
+        image.to_str().unwrap(),
+        "--at",
+        "/user/d",
+        "--control",
+        s,
+    ]);
+    assert!(out.contains("as /user/d#"), "{out}");
+    assert_eq!(
+        get("/user/d"),
+        captured,
+        "the restored actor has the captured state"
+    );
+
+    let line = one_line_error(&mote(&["restore", image.to_str().unwrap(), "--control", s]));
+    assert!(line.contains("already lives at /user/c"), "{line}");
+    let mut bytes = std::fs::read(&image).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    let damaged = write(&dir, "damaged.img", "");
+    std::fs::write(&damaged, bytes).unwrap();
+    let line = one_line_error(&mote(&[
+        "restore",
+        damaged.to_str().unwrap(),
+        "--at",
+        "/user/e",
+        "--control",
+        s,
+    ]));
+    assert!(line.contains("corrupt"), "{line}");
+    let line = one_line_error(&mote(&["snapshot", "/user/nobody", "--control", s]));
+    assert!(line.contains("no live actor at /user/nobody"), "{line}");
+}

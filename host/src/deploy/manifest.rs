@@ -6,6 +6,8 @@
 //! path = "pingpong.wasm"     # relative to the manifest's folder
 //! version = "1.0.0"          # optional (default "0"); the first listed version of a name is current
 //! grant = ["wasi:http"]      # optional: beyond mote:actor and WASI clocks/random/stdio
+//! snapshot = true            # optional: its actors can be captured as images, and its entities
+//!                            # passivate as images (the same as grant = ["snapshot"])
 //!
 //! [[module]]
 //! builtin = "throttle"       # a component the embedder ships (`mote`: its patterns) instead
@@ -295,6 +297,8 @@ struct RawModule {
     version: Option<String>,
     #[serde(default)]
     grant: Vec<String>,
+    #[serde(default)]
+    snapshot: bool,
 }
 
 /// A module entry once its source is known.
@@ -383,10 +387,14 @@ impl Manifest {
                     )));
                 }
             };
+            let mut grant = m.grant;
+            if m.snapshot && !grant.iter().any(|g| g == super::checks::SNAPSHOT_GRANT) {
+                grant.push(super::checks::SNAPSHOT_GRANT.to_owned());
+            }
             let m = NamedModule {
                 name,
                 version: m.version,
-                grant: m.grant,
+                grant,
             };
             let version = m.version.unwrap_or_else(|| DEFAULT_VERSION.to_owned());
             if !versions.insert((m.name.clone(), version.clone())) {
@@ -715,6 +723,14 @@ mod tests {
         let granted =
             parse("[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:http\"]\n").unwrap();
         assert_eq!(granted.modules[0].grants, vec!["wasi:http".to_owned()]);
+        let snapshots = parse("[[module]]\nname = \"m\"\npath = \"a\"\nsnapshot = true\n").unwrap();
+        assert_eq!(snapshots.modules[0].grants, vec!["snapshot".to_owned()]);
+        let both =
+            "[[module]]\nname = \"m\"\npath = \"a\"\nsnapshot = true\ngrant = [\"snapshot\"]\n";
+        assert_eq!(
+            parse(both).unwrap().modules[0].grants,
+            vec!["snapshot".to_owned()]
+        );
         let overreach = "[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:sockets\"]\n";
         assert!(
             parse(overreach)
