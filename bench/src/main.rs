@@ -34,6 +34,10 @@
 //!   steps/s against the redb file's group commit, and the recovery of a 100,000-event journal
 //!   from each.
 //!
+//! - `images`: sandbox images (see `images.rs`): image size, capture and restore times of a
+//!   Rust counter, a Rust actor holding 10 MiB and a Python counter; a restore against the
+//!   replay of a 10,000-event journal; the snapshot engine's cost per message.
+//!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
 use std::time::{Duration, Instant};
@@ -52,7 +56,8 @@ use tracing_subscriber::prelude::*;
 #[derive(Parser)]
 struct Args {
     /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
-    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, durable, erlang
+    /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, durable,
+    /// patterns, images, erlang
     /// (the peers alone) or all (every workload, then the ratios against Erlang).
     workload: String,
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
@@ -102,6 +107,7 @@ struct Args {
 
 mod cluster;
 mod durability;
+mod images;
 mod patterns;
 mod savina;
 mod versus;
@@ -173,6 +179,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "cluster" => cluster::cluster(&args).await,
             "durable" => durability::durable(&args).await,
             "patterns" => patterns::patterns(&args).await,
+            "images" => images::images(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;

@@ -1,0 +1,186 @@
+//! `images`: what sandbox images cost and what they save, in one run:
+//! - for a Rust counter, a Rust actor holding 10 MiB, and a Python counter: the image's size
+//!   and the time of a capture (`snapshot`) and of a restore into a new actor (`restore`,
+//!   until it runs), medians;
+//! - a restore of a counter that handled 10,000 messages against the recovery of a journal
+//!   of 10,000 events by replay (no snapshot), each less an empty start;
+//! - the cost of the snapshot engine (guest-debug instrumentation) on the message path:
+//!   20,000 adds and a get to the counter deployed with and without `snapshot`.
+
+use std::time::Instant;
+
+use anyhow::{anyhow, bail};
+use mote_example_protocol::{Crash, Journal, Versioned, VersionedState};
+use mote_guest::Message;
+use mote_host::{ActorSystem, HostConfig, SpawnOptions};
+
+use super::{Args, WAIT, encode, examples, fresh_db, journal_state, system_with};
+
+/// Deploys example `file` as module `name` with snapshots on.
+fn deploy_snapshots(system: &ActorSystem, name: &str, file: &str) -> anyhow::Result<()> {
+    let path = examples::path(file).ok_or_else(|| anyhow!("no example actors built"))?;
+    system.deploy_granted(name, "0", &std::fs::read(path)?, &["snapshot".to_owned()])?;
+    Ok(())
+}
+
+/// The median of `samples`, in microseconds.
+fn median_us(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2] * 1e6
+}
+
+/// Sends `Add { stream: 0, n }` for n in `0..count` to `to`, encoded by `encode`, then asks
+/// for the state, which must show `count` in order.
+async fn count_to(
+    system: &ActorSystem,
+    to: &str,
+    count: u32,
+    speak: &dyn Fn(&Versioned) -> anyhow::Result<Vec<u8>>,
+    hear: &dyn Fn(&[u8]) -> anyhow::Result<VersionedState>,
+) -> anyhow::Result<()> {
+    for n in 0..count {
+        let body = speak(&Versioned::Add { stream: 0, n })?;
+        loop {
+            match system.tell(to, Versioned::KIND, body.clone()) {
+                Ok(()) => break,
+                Err(mote_host::SendError::MailboxFull { .. }) => tokio::task::yield_now().await,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let reply = system
+        .ask(to, Versioned::KIND, speak(&Versioned::Get)?, WAIT)
+        .await?;
+    let state = hear(&reply.body)?;
+    if state.count < u64::from(count) || state.out_of_order != 0 {
+        bail!("{to} counted {} ({} out of order)", state.count, state.out_of_order);
+    }
+    Ok(())
+}
+
+/// One actor's image: its size, and the median capture and restore times of `rounds`.
+async fn measure(
+    system: &ActorSystem,
+    what: &str,
+    path: &str,
+    rounds: usize,
+) -> anyhow::Result<f64> {
+    let (mut captures, mut restores) = (Vec::new(), Vec::new());
+    let mut image = Vec::new();
+    for round in 0..rounds {
+        let start = Instant::now();
+        image = system.snapshot(path).await?;
+        captures.push(start.elapsed().as_secs_f64());
+        let at = format!("/user/restored-{what}-{round}");
+        let start = Instant::now();
+        system
+            .restore(&image, Some(&at), SpawnOptions::default())
+            .await?;
+        restores.push(start.elapsed().as_secs_f64());
+        system.stop(&at);
+    }
+    let info = ActorSystem::image_info(&image)?;
+    let restore_us = median_us(&mut restores);
+    println!(
+        "RESULT runtime=mote workload=images actor={what} image_bytes={} pages_raw={} \
+         capture_us={:.0} restore_us={restore_us:.0}",
+        info.bytes,
+        info.pages_raw,
+        median_us(&mut captures),
+    );
+    Ok(restore_us)
+}
+
+/// See the module docs.
+pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
+    let system = system_with(args, HostConfig::new(), &["versioned_v1"])?;
+    deploy_snapshots(&system, "counter", "versioned_v1")?;
+    deploy_snapshots(&system, "holder", "crasher")?;
+    deploy_snapshots(&system, "py-counter", "py_versioned_v1")?;
+    let postcard = |m: &Versioned| encode(m);
+    let from_postcard = |b: &[u8]| {
+        mote_guest::decode::<VersionedState>(VersionedState::KIND, b).map_err(|e| anyhow!("{e}"))
+    };
+    let json = |m: &Versioned| Ok(serde_json::to_vec(m)?);
+    let from_json = |b: &[u8]| Ok(serde_json::from_slice::<VersionedState>(b)?);
+
+    // The message path on either engine: the same counter, deployed without and with snapshots.
+    let mut rates = Vec::new();
+    for (name, path) in [("versioned_v1", "/user/plain"), ("counter", "/user/snap")] {
+        system.spawn(path, name, b"")?;
+        count_to(&system, path, 1000, &postcard, &from_postcard).await?;
+        let start = Instant::now();
+        count_to(&system, path, 20_000, &postcard, &from_postcard).await?;
+        rates.push(start.elapsed().as_secs_f64());
+        system.stop(path);
+    }
+    println!(
+        "RESULT runtime=mote workload=images engine_cost messages=20000 plain_us_per_msg={:.2} \
+         snapshot_us_per_msg={:.2} ratio={:.2}",
+        rates[0] / 20_000.0 * 1e6,
+        rates[1] / 20_000.0 * 1e6,
+        rates[1] / rates[0]
+    );
+
+    system.spawn("c", "counter", b"")?;
+    count_to(&system, "/user/c", 10_000, &postcard, &from_postcard).await?;
+    let counter_us = measure(&system, "rust-counter", "/user/c", 200).await?;
+
+    system.spawn("h", "holder", b"")?;
+    system
+        .ask("/user/h", Crash::KIND, encode(&Crash::Alloc(10))?, WAIT)
+        .await
+        .ok();
+    system
+        .ask("/user/h", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
+        .await?;
+    measure(&system, "rust-10mib", "/user/h", 20).await?;
+
+    system.spawn("p", "py-counter", b"")?;
+    count_to(&system, "/user/p", 1000, &json, &from_json).await?;
+    measure(&system, "python-counter", "/user/p", 20).await?;
+    system.shutdown().await.ok();
+
+    // Replay: a journal of 10,000 events recovered with no snapshot, less an empty start.
+    const EVENTS: u64 = 10_000;
+    let db = fresh_db(args, "images-replay")?;
+    let mut config = HostConfig::new();
+    config.storage(&db);
+    {
+        let system = system_with(args, config.clone(), &["journal"])?;
+        system.spawn("j", "journal", b"0")?;
+        for chunk in 0..EVENTS / 1000 {
+            let range = Journal::AppendRange {
+                from: chunk * 1000,
+                count: 1000,
+            };
+            system.tell("/user/j", Journal::KIND, encode(&range)?)?;
+        }
+        if journal_state(&system).await?.values.len() as u64 != EVENTS {
+            bail!("the journal did not take every event");
+        }
+        system.shutdown().await.ok();
+    }
+    let empty = fresh_db(args, "images-empty")?;
+    let mut empty_config = HostConfig::new();
+    empty_config.storage(&empty);
+    let mut timed = Vec::new();
+    for config in [empty_config, config] {
+        let system = system_with(args, config, &["journal"])?;
+        let start = Instant::now();
+        system.spawn("j", "journal", b"0")?;
+        let state = journal_state(&system).await?;
+        timed.push((start.elapsed().as_secs_f64(), state.replayed));
+        system.shutdown().await.ok();
+    }
+    let replay_us = (timed[1].0 - timed[0].0).max(1e-9) * 1e6;
+    println!(
+        "RESULT runtime=mote workload=images replay events={} replay_us={replay_us:.0} \
+         image_restore_us={counter_us:.0} replay_over_restore={:.1}",
+        timed[1].1,
+        replay_us / counter_us
+    );
+    let _ = std::fs::remove_file(&db);
+    let _ = std::fs::remove_file(&empty);
+    Ok(())
+}
