@@ -86,3 +86,59 @@ async fn an_image_is_restored_only_into_the_version_it_was_taken_from() {
         "other bytes under the same name and version: {refused:?}"
     );
 }
+
+/// Timers are part of an image: a periodic timer of a stopped actor fires again for its
+/// restored image, under the id the guest keeps, which still cancels it; restored where it was
+/// taken, the actor is the same incarnation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_periodic_timer_lives_on_in_the_image_and_its_id_still_cancels_it() {
+    use mote_example_protocol::Timer;
+    use mote_tests::scenarios::report_in;
+    let system = system_configured(HostConfig::new(), &[]);
+    let ticker = mote_test_programs::path("ticker").unwrap();
+    system
+        .deploy_granted(
+            "ticker",
+            "0",
+            &std::fs::read(ticker).unwrap(),
+            &["snapshot".into()],
+        )
+        .unwrap();
+    let mut probe = system.probe("p").unwrap();
+    let first = system.spawn("t", "ticker", b"/system/p").unwrap();
+    let every = Timer::Every {
+        period_ms: 50,
+        tag: 2,
+    };
+    Speech::Postcard.tell(&system, "/user/t", &every);
+    assert_eq!(
+        report_in(Speech::Postcard, &mut probe, "fired").await.value,
+        2
+    );
+    let image = system.snapshot("/user/t").await.unwrap();
+    assert!(system.stop("/user/t"));
+    terminated(&system, &first).await;
+    wait_until(|| system.pending_timers() == 0).await;
+
+    let again = system
+        .restore(&image, None, SpawnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(again, first, "the same path and incarnation");
+    assert_eq!(system.pending_timers(), 1, "its timer is armed again");
+    for _ in 0..3 {
+        assert_eq!(
+            report_in(Speech::Postcard, &mut probe, "fired").await.value,
+            2
+        );
+    }
+    Speech::Postcard.tell(&system, "/user/t", &Timer::Cancel { tag: 2 });
+    assert_eq!(
+        report_in(Speech::Postcard, &mut probe, "cancelled")
+            .await
+            .value,
+        1,
+        "the id the guest kept cancels the restored timer"
+    );
+    assert_eq!(system.pending_timers(), 0);
+}

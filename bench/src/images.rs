@@ -53,7 +53,11 @@ async fn count_to(
         .await?;
     let state = hear(&reply.body)?;
     if state.count < u64::from(count) || state.out_of_order != 0 {
-        bail!("{to} counted {} ({} out of order)", state.count, state.out_of_order);
+        bail!(
+            "{to} counted {} ({} out of order)",
+            state.count,
+            state.out_of_order
+        );
     }
     Ok(())
 }

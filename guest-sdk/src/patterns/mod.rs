@@ -22,6 +22,19 @@ pub fn init<C: serde::Serialize>(config: &C) -> Vec<u8> {
     serde_json::to_vec(config).unwrap_or_default()
 }
 
+/// A pattern's control message (kind `<pattern>.<verb>`) decoded from its JSON body; a body
+/// that does not decode is the sender's problem: a malformed-message error, which makes the
+/// message a dead letter (`rejected`) while the pattern goes on.
+pub fn control<M: crate::Message>(env: &crate::Envelope) -> crate::Result<M> {
+    crate::decode(&env.kind, &env.body).map_err(crate::Error::into_malformed)
+}
+
+/// A refusal of the message being handled, saying `why`: it becomes a dead letter
+/// (`rejected`), and the pattern goes on.
+pub fn malformed(why: impl core::fmt::Display) -> crate::Error {
+    crate::Error::msg(why).into_malformed()
+}
+
 /// A pattern's configuration from its `init` bytes, or a message naming what is wrong.
 pub fn config<C: serde::de::DeserializeOwned>(pattern: &str, init: &[u8]) -> crate::Result<C> {
     serde_json::from_slice(init)

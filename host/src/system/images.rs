@@ -40,7 +40,7 @@ pub struct ImageInfo {
 impl ActorSystem {
     /// Captures the live actor at `path` as an image between two of its messages (after the
     /// one it is handling). Its module must be deployed with the `snapshot` grant; an actor
-    /// holding what an image cannot keep (children, asks in flight, armed timers, a stash,
+    /// holding what an image cannot keep (children, asks in flight, aliases, a stash,
     /// WASI resources, a journal) is refused with the reason. The actor runs on unchanged.
     pub async fn snapshot(&self, path: &str) -> Result<Vec<u8>, SnapshotError> {
         let actor = self
@@ -86,6 +86,8 @@ impl ActorSystem {
             ))
             .into());
         }
+        // Where it was taken it continues as the same incarnation: senders need not know.
+        let incarnation = (at == image.path).then_some(image.incarnation);
         let (answer, restored) = tokio::sync::oneshot::channel();
         let actor = self.kernel.spawn_top_level(SpawnRequest {
             path,
@@ -95,7 +97,7 @@ impl ActorSystem {
             limits: Limits::of(&self.kernel.config, &options),
             passivate_after: None,
             reservation: None,
-            incarnation: None,
+            incarnation,
             restore: Restore::Image {
                 image: Box::new(image),
                 answer,

@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mote_guest::patterns::{circuit_breaker::*, config};
+use mote_guest::patterns::{circuit_breaker::*, config, malformed};
 use mote_guest::serde::{Deserialize, Serialize};
 use mote_guest::{Actor, Address, Context, Envelope, Error, Message, Result, decode};
 
@@ -84,11 +84,6 @@ struct Breaker {
 /// A configuration the breaker cannot start with.
 fn bad(why: &str) -> Error {
     Error::msg(format!("{MODULE}: bad configuration: {why}"))
-}
-
-/// A rejection: the message becomes a dead letter, the breaker goes on.
-fn reject(why: String) -> Error {
-    Error::msg(why).into_malformed()
 }
 
 /// Replies to the sender of the message being handled; a reply the host refuses is logged
@@ -179,7 +174,7 @@ impl Breaker {
             answer_sender(ctx, answer);
             Ok(())
         } else {
-            Err(reject(format!(
+            Err(malformed(format!(
                 "{MODULE}: refused `{}` ({}), and it has no sender to tell",
                 env.kind,
                 M::KIND
@@ -263,7 +258,7 @@ impl Breaker {
             answer_sender(ctx, &status);
             Ok(())
         } else if env.kind.starts_with(PREFIX) {
-            Err(reject(format!(
+            Err(malformed(format!(
                 "{MODULE}: `{}` is not a request it takes",
                 env.kind
             )))

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mote_guest::patterns::pipeline::GetStatus;
 use mote_guest::patterns::supervision::valid_child_name;
-use mote_guest::patterns::{config, init, pipeline_builder::*};
+use mote_guest::patterns::{config, control, init, pipeline_builder::*};
 use mote_guest::{
     Actor, Address, Context, Directive, Envelope, Error, Failure, Message, Result, decode,
 };
@@ -43,11 +43,6 @@ struct Builder {
     pending: BTreeMap<String, Pending>,
     /// Readiness asks: ask id -> pipeline name.
     readiness: HashMap<u64, String>,
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
 }
 
 /// Sends `msg` to `to` if there is someone to tell; a refused send is logged.

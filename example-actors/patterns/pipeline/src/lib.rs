@@ -34,7 +34,7 @@
 use core::time::Duration;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use mote_guest::patterns::{config, pipeline::*};
+use mote_guest::patterns::{config, control, pipeline::*};
 use mote_guest::{
     Actor, Address, Context, Directive, Envelope, Error, Failure, Message, Result, decode, encode,
 };
@@ -99,11 +99,6 @@ struct Pipeline {
     failed: u64,
     dropped: u64,
     refused: u64,
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
 }
 
 /// The child name of stage `k`.

@@ -23,7 +23,7 @@ use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet};
 
 use mote_guest::bindings::mote::actor::host;
-use mote_guest::patterns::{config, pod_manager::*};
+use mote_guest::patterns::{config, control, pod_manager::*};
 use mote_guest::serde::{Deserialize, Serialize};
 use mote_guest::{
     Actor, Address, Context, DEAD_LETTERS_TOPIC, DeadLetter, Envelope, Error, Message, Result,
@@ -74,11 +74,6 @@ struct PodManager {
     held: BTreeMap<String, u32>,
     /// The retry timer, while one is set.
     retry: Option<u64>,
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
 }
 
 /// A refusal: the message becomes a dead letter (`rejected`), the manager goes on.

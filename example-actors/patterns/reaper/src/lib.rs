@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use mote_guest::patterns::{config, reaper::*};
+use mote_guest::patterns::{config, control, reaper::*};
 use mote_guest::{Actor, Address, Context, Envelope, Error, Message, Result, decode};
 
 /// Where a target of a gather stands.
@@ -82,11 +82,6 @@ struct Reaper {
     next_gather: u64,
     gathered: u64,
     refused: u64,
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
 }
 
 /// The sender's problem: the message is rejected (a dead letter), the reaper goes on.

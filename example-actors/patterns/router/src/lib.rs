@@ -25,7 +25,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
-use mote_guest::patterns::{config, router::*};
+use mote_guest::patterns::{config, control, malformed, router::*};
 use mote_guest::serde::{Deserialize, Serialize};
 use mote_guest::{
     Actor, Address, Context, Envelope, Error, Message, Result, Strategy as Supervision, decode,
@@ -53,16 +53,6 @@ struct Router {
     /// The random generator's state (never 0).
     seed: u64,
     routed: u64,
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
-}
-
-/// A rejection: the message becomes a dead letter, the router goes on.
-fn reject(why: String) -> Error {
-    Error::msg(why).into_malformed()
 }
 
 /// A configuration the router cannot start with.
@@ -96,13 +86,13 @@ impl Router {
     fn key(&self, env: &Envelope) -> Result<Vec<u8>> {
         let body: serde_json::Map<String, Value> =
             serde_json::from_slice(&env.body).map_err(|e| {
-                reject(format!(
+                malformed(format!(
                     "router: `{}` has no JSON object body to hash ({e})",
                     env.kind
                 ))
             })?;
         match body.get(&self.hash_key) {
-            None | Some(Value::Null) => Err(reject(format!(
+            None | Some(Value::Null) => Err(malformed(format!(
                 "router: `{}` has no field `{}` to hash",
                 env.kind, self.hash_key
             ))),
@@ -165,7 +155,7 @@ impl Router {
     /// Passes the message being handled on to one routee.
     fn route(&mut self, ctx: &Context, env: &Envelope) -> Result<()> {
         if self.routees.is_empty() {
-            return Err(reject(format!(
+            return Err(malformed(format!(
                 "router: no routee left to take `{}`",
                 env.kind
             )));
@@ -173,7 +163,7 @@ impl Router {
         let i = self.pick(ctx, env)?;
         let path = &self.routees[i].path;
         ctx.forward_raw(path, &env.kind, &env.body)
-            .map_err(|e| reject(format!("router: {}", e.message())))?;
+            .map_err(|e| malformed(format!("router: {}", e.message())))?;
         self.routed += 1;
         Ok(())
     }
@@ -291,12 +281,12 @@ impl Actor for Router {
             AddRoutee::KIND => {
                 let add: AddRoutee = control(&env)?;
                 self.add(add.path, false)
-                    .map_err(|why| reject(format!("router: {why}")))
+                    .map_err(|why| malformed(format!("router: {why}")))
             }
             RemoveRoutee::KIND => {
                 let remove: RemoveRoutee = control(&env)?;
                 let i = self.position(&remove.path).ok_or_else(|| {
-                    reject(format!("router: no routee `{}` to remove", remove.path))
+                    malformed(format!("router: no routee `{}` to remove", remove.path))
                 })?;
                 let routee = self.remove(i);
                 if routee.child
@@ -311,17 +301,19 @@ impl Actor for Router {
                 let broadcast: Broadcast = control(&env)?;
                 let (kind, body) = broadcast.message().map_err(Error::into_malformed)?;
                 if self.routees.is_empty() {
-                    return Err(reject(format!("router: no routee left to take `{kind}`")));
+                    return Err(malformed(format!(
+                        "router: no routee left to take `{kind}`"
+                    )));
                 }
                 for routee in &self.routees {
                     ctx.forward_raw(&routee.path, kind, &body)
-                        .map_err(|e| reject(format!("router: {}", e.message())))?;
+                        .map_err(|e| malformed(format!("router: {}", e.message())))?;
                 }
                 self.routed += 1;
                 Ok(())
             }
             kind if kind.starts_with("router.") => {
-                Err(reject(format!("router: unknown control kind `{kind}`")))
+                Err(malformed(format!("router: unknown control kind `{kind}`")))
             }
             _ => self.route(ctx, &env),
         }

@@ -12,7 +12,7 @@
 
 use core::time::Duration;
 
-use mote_guest::patterns::{config, throttle::*};
+use mote_guest::patterns::{config, control, throttle::*};
 use mote_guest::{Actor, Context, Envelope, Error, Message, Result, decode};
 
 /// The shortest tick the host allows (its minimum timer period).
@@ -133,11 +133,6 @@ impl Throttle {
         ctx.stash();
         self.ensure_tick(ctx)
     }
-}
-
-/// Decodes a control message's JSON body (a bad one is the sender's problem: rejected).
-fn control<M: Message>(env: &Envelope) -> Result<M> {
-    decode(&env.kind, &env.body).map_err(Error::into_malformed)
 }
 
 impl Actor for Throttle {

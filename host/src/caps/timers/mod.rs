@@ -36,6 +36,17 @@ struct Timer {
     envelope: Envelope,
 }
 
+/// A timer as an image keeps it: `to` is `None` for a timer to the actor itself.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptTimer {
+    id: u64,
+    left_ms: u64,
+    period_ms: Option<u64>,
+    to: Option<(String, Option<u64>)>,
+    kind: String,
+    body: Vec<u8>,
+}
+
 /// The capability behind the `timers` interface: one wheel for the whole host.
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -85,7 +96,16 @@ impl Capability for Timers {
     const IMPORTS: &'static [&'static str] = &["mote:actor/timers@"];
 
     fn new(_env: &Env<'_>) -> Result<Self, HostError> {
-        Ok(Timers::default())
+        // Ids start from the clock, so that those of timers restored from an image taken in
+        // an earlier host run (or on another node) are not handed out again.
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)
+            << 8;
+        Ok(Timers {
+            next_id: AtomicU64::new(start),
+            ..Timers::default()
+        })
     }
 
     fn link<K: Provides<Self>>(linker: &mut Linker<ActorState<K>>) -> wasmtime::Result<()> {
@@ -120,10 +140,81 @@ impl Capability for Timers {
     }
 
     fn capture(&self, actor: &ActorCore, _state: &usize) -> Result<Vec<u8>, String> {
-        match self.wheel.owned(&actor.me) {
-            0 => Ok(Vec::new()),
-            n => Err(format!("{n} timer(s) armed: an image keeps no timers yet")),
+        let me = &actor.me;
+        let kept: Vec<KeptTimer> = self
+            .wheel
+            .entries_of(me, |timer| {
+                // A timer to the actor itself follows it wherever it is restored.
+                let to_self = timer.to == me.path.as_str()
+                    && timer.incarnation.is_none_or(|i| i == me.incarnation);
+                (
+                    (!to_self).then(|| (timer.to.clone(), timer.incarnation)),
+                    timer.envelope.kind.clone(),
+                    timer.envelope.body.clone(),
+                )
+            })
+            .into_iter()
+            .map(|(id, left, period, (to, kind, body))| KeptTimer {
+                id,
+                left_ms: u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+                period_ms: period.map(|p| u64::try_from(p.as_millis()).unwrap_or(u64::MAX)),
+                to,
+                kind,
+                body,
+            })
+            .collect();
+        if kept.is_empty() {
+            return Ok(Vec::new());
         }
+        Ok(crate::storage::database::encode(&kept))
+    }
+
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<usize, String> {
+        if image.is_empty() {
+            return Ok(0);
+        }
+        let kept: Vec<KeptTimer> = postcard::from_bytes(image).map_err(|e| e.to_string())?;
+        let quotas = actor.quotas();
+        if kept.len() > quotas.timers {
+            return Err("more timers than the actor's quota allows".into());
+        }
+        let mut timers = Vec::with_capacity(kept.len());
+        for timer in kept {
+            let period = timer.period_ms.map(Duration::from_millis);
+            quotas
+                .check_period(period)
+                .map_err(|q| format!("a timer's period is refused: {q:?}"))?;
+            if self.wheel.contains(timer.id) {
+                return Err(format!("timer id {} is taken on this host", timer.id));
+            }
+            let (to, incarnation) = match timer.to {
+                Some((to, incarnation)) => {
+                    ActorPath::check(&to).map_err(|e| e.to_string())?;
+                    (to, incarnation)
+                }
+                None => (actor.me.path.to_string(), Some(actor.me.incarnation)),
+            };
+            let envelope = actor
+                .envelope(timer.kind, timer.body)
+                .map_err(|e| format!("a timer's message is refused: {e:?}"))?;
+            timers.push((
+                timer.id,
+                Timer {
+                    to,
+                    incarnation,
+                    envelope,
+                },
+                timer.left_ms,
+                period,
+            ));
+        }
+        for (id, timer, left_ms, period) in timers {
+            self.next_id.fetch_max(id, Ordering::Relaxed);
+            let delay = Duration::from_millis(left_ms);
+            self.wheel
+                .insert(id, Some(actor.me.clone()), timer, delay, period);
+        }
+        Ok(0)
     }
 
     fn restarting(&self, actor: &Address, _state: &mut usize) {

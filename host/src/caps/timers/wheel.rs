@@ -147,6 +147,35 @@ impl<O: Eq + Hash + Clone, P> Wheel<O, P> {
         true
     }
 
+    /// Every entry of `owner` by id: the time left until it is due, its period, and what
+    /// `read` makes of its payload.
+    pub(crate) fn entries_of<R>(
+        &self,
+        owner: &O,
+        mut read: impl FnMut(&P) -> R,
+    ) -> Vec<(u64, Duration, Option<Duration>, R)> {
+        let inner = self.lock();
+        let now = Instant::now();
+        let mut ids: Vec<u64> = inner
+            .by_owner
+            .get(owner)
+            .map(|ids| ids.iter().copied().collect())
+            .unwrap_or_default();
+        ids.sort_unstable();
+        ids.into_iter()
+            .filter_map(|id| {
+                let entry = inner.entries.get(&id)?;
+                let left = entry.due.saturating_duration_since(now);
+                Some((id, left, entry.period, read(&entry.payload)))
+            })
+            .collect()
+    }
+
+    /// Whether an entry is under `id`.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.lock().entries.contains_key(&id)
+    }
+
     /// Cancels every entry of `owner`.
     pub(crate) fn cancel_owner(&self, owner: &O) {
         let mut inner = self.lock();
