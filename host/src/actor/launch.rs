@@ -115,7 +115,11 @@ impl Extensions for Launcher {
             bytes: limits.mailbox_bytes,
         };
         let (actor, mailbox) = kernel.claim(path, Some(labels), capacity, incarnation)?;
-        if stored && let Some((image, version)) = self.take_stored(&actor.address.path.to_string())
+        // Only modules with snapshots on passivate as images: the others' activations never
+        // look for one.
+        if stored
+            && module.images.is_some()
+            && let Some((image, version)) = self.take_stored(&actor.address.path.to_string())
         {
             module = version;
             restoring = Some(Restoring {

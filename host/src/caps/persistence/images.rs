@@ -46,10 +46,14 @@ impl Images {
         }
     }
 
-    /// Takes the image stored for `path`, if any.
+    /// Takes the image stored for `path`, if any (a read first: an activation with none
+    /// costs no write).
     pub(crate) fn take(&self, path: &str) -> Result<Option<Vec<u8>>, DatabaseError> {
         match &self.database {
             Some(db) => {
+                if !Self::stored(db, path)? {
+                    return Ok(None);
+                }
                 let mut taken = None;
                 db.write_with(|txn| {
                     let mut table = txn.open_table(IMAGES).map_err(failed)?;
@@ -86,6 +90,16 @@ impl Images {
         };
         paths.sort();
         Ok(paths)
+    }
+
+    /// Whether `db` holds an image for `path`.
+    fn stored(db: &Database, path: &str) -> Result<bool, DatabaseError> {
+        let txn = db.read()?;
+        match txn.open_table(IMAGES) {
+            Ok(table) => Ok(table.get(path).map_err(failed)?.is_some()),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+            Err(e) => Err(failed(e)),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<u8>>> {
