@@ -29,17 +29,18 @@ fn median_us(samples: &mut [f64]) -> f64 {
     samples[samples.len() / 2] * 1e6
 }
 
-/// Sends `Add { stream: 0, n }` for n in `0..count` to `to`, encoded by `encode`, then asks
-/// for the state, which must show `count` in order.
+/// Sends `Add { stream, n }` for n in `0..count` to `to`, encoded by `speak`, then asks for
+/// the state, which must show at least `count` and nothing out of order.
 async fn count_to(
     system: &ActorSystem,
     to: &str,
+    stream: u32,
     count: u32,
     speak: &dyn Fn(&Versioned) -> anyhow::Result<Vec<u8>>,
     hear: &dyn Fn(&[u8]) -> anyhow::Result<VersionedState>,
 ) -> anyhow::Result<()> {
     for n in 0..count {
-        let body = speak(&Versioned::Add { stream: 0, n })?;
+        let body = speak(&Versioned::Add { stream, n })?;
         loop {
             match system.tell(to, Versioned::KIND, body.clone()) {
                 Ok(()) => break,
@@ -112,9 +113,9 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     let mut rates = Vec::new();
     for (name, path) in [("versioned_v1", "/user/plain"), ("counter", "/user/snap")] {
         system.spawn(path, name, b"")?;
-        count_to(&system, path, 1000, &postcard, &from_postcard).await?;
+        count_to(&system, path, 0, 1000, &postcard, &from_postcard).await?;
         let start = Instant::now();
-        count_to(&system, path, 20_000, &postcard, &from_postcard).await?;
+        count_to(&system, path, 1, 20_000, &postcard, &from_postcard).await?;
         rates.push(start.elapsed().as_secs_f64());
         system.stop(path);
     }
@@ -127,21 +128,19 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     );
 
     system.spawn("c", "counter", b"")?;
-    count_to(&system, "/user/c", 10_000, &postcard, &from_postcard).await?;
+    count_to(&system, "/user/c", 0, 10_000, &postcard, &from_postcard).await?;
     let counter_us = measure(&system, "rust-counter", "/user/c", 200).await?;
 
     system.spawn("h", "holder", b"")?;
-    system
-        .ask("/user/h", Crash::KIND, encode(&Crash::Alloc(10))?, WAIT)
-        .await
-        .ok();
+    // Alloc does not answer: the Echo after it does, once the 10 MiB are held.
+    system.tell("/user/h", Crash::KIND, encode(&Crash::Alloc(10))?)?;
     system
         .ask("/user/h", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
         .await?;
     measure(&system, "rust-10mib", "/user/h", 20).await?;
 
     system.spawn("p", "py-counter", b"")?;
-    count_to(&system, "/user/p", 1000, &json, &from_json).await?;
+    count_to(&system, "/user/p", 0, 1000, &json, &from_json).await?;
     measure(&system, "python-counter", "/user/p", 20).await?;
     system.shutdown().await.ok();
 
