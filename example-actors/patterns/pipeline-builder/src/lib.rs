@@ -20,9 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use mote_guest::patterns::pipeline::GetStatus;
 use mote_guest::patterns::supervision::valid_child_name;
 use mote_guest::patterns::{config, control, init, pipeline_builder::*};
-use mote_guest::{
-    Actor, Address, Context, Directive, Envelope, Error, Failure, Message, Result, decode,
-};
+use mote_guest::{Actor, Address, Context, Directive, Envelope, Error, Failure, Message, Result};
 
 /// A pipeline spawned and not yet answering.
 struct Pending {

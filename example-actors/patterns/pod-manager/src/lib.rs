@@ -27,7 +27,7 @@ use mote_guest::patterns::{config, control, pod_manager::*};
 use mote_guest::serde::{Deserialize, Serialize};
 use mote_guest::{
     Actor, Address, Context, DEAD_LETTERS_TOPIC, DeadLetter, Envelope, Error, Message, Result,
-    SpawnError, decode,
+    SpawnError,
 };
 
 /// A change to the set of pod names, as journaled.

@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 
 use mote_guest::patterns::{config, control, reaper::*};
-use mote_guest::{Actor, Address, Context, Envelope, Error, Message, Result, decode};
+use mote_guest::{Actor, Address, Context, Envelope, Error, Message, Result};
 
 /// Where a target of a gather stands.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use std::hash::BuildHasher;
 use mote_guest::patterns::{config, control, malformed, router::*};
 use mote_guest::serde::{Deserialize, Serialize};
 use mote_guest::{
-    Actor, Address, Context, Envelope, Error, Message, Result, Strategy as Supervision, decode,
+    Actor, Address, Context, Envelope, Error, Message, Result, Strategy as Supervision,
 };
 use serde_json::Value;
 

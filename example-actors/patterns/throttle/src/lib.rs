@@ -13,7 +13,7 @@
 use core::time::Duration;
 
 use mote_guest::patterns::{config, control, throttle::*};
-use mote_guest::{Actor, Context, Envelope, Error, Message, Result, decode};
+use mote_guest::{Actor, Context, Envelope, Error, Message, Result};
 
 /// The shortest tick the host allows (its minimum timer period).
 const MIN_TICK_MS: u64 = 10;
