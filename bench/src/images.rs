@@ -10,11 +10,11 @@
 use std::time::Instant;
 
 use anyhow::{anyhow, bail};
-use mote_example_protocol::{Crash, Journal, Versioned, VersionedState};
+use mote_example_protocol::{Crash, Versioned, VersionedState};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, SpawnOptions};
 
-use super::{Args, WAIT, encode, examples, fresh_db, journal_state, system_with};
+use super::{Args, WAIT, encode, examples, journal_recovery, system_with};
 
 /// Deploys example `file` as module `name` with snapshots on.
 fn deploy_snapshots(system: &ActorSystem, name: &str, file: &str) -> anyhow::Result<()> {
@@ -145,45 +145,12 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     system.shutdown().await.ok();
 
     // Replay: a journal of 10,000 events recovered with no snapshot, less an empty start.
-    const EVENTS: u64 = 10_000;
-    let db = fresh_db(args, "images-replay")?;
-    let mut config = HostConfig::new();
-    config.storage(&db);
-    {
-        let system = system_with(args, config.clone(), &["journal"])?;
-        system.spawn("j", "journal", b"0")?;
-        for chunk in 0..EVENTS / 1000 {
-            let range = Journal::AppendRange {
-                from: chunk * 1000,
-                count: 1000,
-            };
-            system.tell("/user/j", Journal::KIND, encode(&range)?)?;
-        }
-        if journal_state(&system).await?.values.len() as u64 != EVENTS {
-            bail!("the journal did not take every event");
-        }
-        system.shutdown().await.ok();
-    }
-    let empty = fresh_db(args, "images-empty")?;
-    let mut empty_config = HostConfig::new();
-    empty_config.storage(&empty);
-    let mut timed = Vec::new();
-    for config in [empty_config, config] {
-        let system = system_with(args, config, &["journal"])?;
-        let start = Instant::now();
-        system.spawn("j", "journal", b"0")?;
-        let state = journal_state(&system).await?;
-        timed.push((start.elapsed().as_secs_f64(), state.replayed));
-        system.shutdown().await.ok();
-    }
-    let replay_us = (timed[1].0 - timed[0].0).max(1e-9) * 1e6;
+    let (full, base, replayed) = journal_recovery(args, "images-replay", 10_000).await?;
+    let replay_us = (full - base).max(1e-9) * 1e6;
     println!(
-        "RESULT runtime=mote workload=images replay events={} replay_us={replay_us:.0} \
+        "RESULT runtime=mote workload=images replay events={replayed} replay_us={replay_us:.0} \
          image_restore_us={counter_us:.0} replay_over_restore={:.1}",
-        timed[1].1,
         replay_us / counter_us
     );
-    let _ = std::fs::remove_file(&db);
-    let _ = std::fs::remove_file(&empty);
     Ok(())
 }

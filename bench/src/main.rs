@@ -681,29 +681,30 @@ async fn commit(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn recovery(args: &Args) -> anyhow::Result<()> {
-    const EVENTS: u64 = 100_000;
-    let db = fresh_db(args, "recovery")?;
+/// A journal of `events` events (no snapshot) written, then recovered by a restarted host:
+/// the seconds of that recovery (spawn to first answer), of the same start with nothing to
+/// recover (the baseline, in the same run), and how many events were replayed.
+async fn journal_recovery(args: &Args, name: &str, events: u64) -> anyhow::Result<(f64, f64, u64)> {
+    let db = fresh_db(args, name)?;
     let mut config = HostConfig::new();
     config.storage(&db);
     {
         let system = system_with(args, config.clone(), &["journal"])?;
         system.spawn("j", "journal", b"0")?;
-        for chunk in 0..EVENTS / 1000 {
+        for chunk in 0..events.div_ceil(1000) {
             let range = Journal::AppendRange {
                 from: chunk * 1000,
-                count: 1000,
+                count: 1000.min(events - chunk * 1000),
             };
             system.tell("/user/j", Journal::KIND, encode(&range)?)?;
         }
         let state = journal_state(&system).await?;
-        if state.values.len() as u64 != EVENTS {
+        if state.values.len() as u64 != events {
             bail!("journal holds {} events", state.values.len());
         }
         system.shutdown().await.ok();
     }
-    // Baseline in the same run: an actor with nothing to recover.
-    let empty = fresh_db(args, "recovery-empty")?;
+    let empty = fresh_db(args, &format!("{name}-empty"))?;
     let mut empty_config = HostConfig::new();
     empty_config.storage(&empty);
     let mut timed = Vec::new();
@@ -715,8 +716,13 @@ async fn recovery(args: &Args) -> anyhow::Result<()> {
         timed.push((start.elapsed().as_secs_f64(), state.replayed));
         system.shutdown().await.ok();
     }
-    let (base, _) = timed[0];
-    let (full, replayed) = timed[1];
+    let _ = std::fs::remove_file(&db);
+    let _ = std::fs::remove_file(&empty);
+    Ok((timed[1].0, timed[0].0, timed[1].1))
+}
+
+async fn recovery(args: &Args) -> anyhow::Result<()> {
+    let (full, base, replayed) = journal_recovery(args, "recovery", 100_000).await?;
     println!(
         "RESULT runtime=mote workload=recovery events={replayed} recovery_ms={:.1} \
          empty_start_ms={:.2} events_per_sec={:.0}",
@@ -724,8 +730,6 @@ async fn recovery(args: &Args) -> anyhow::Result<()> {
         base * 1e3,
         replayed as f64 / (full - base).max(1e-9)
     );
-    let _ = std::fs::remove_file(&db);
-    let _ = std::fs::remove_file(&empty);
     Ok(())
 }
 

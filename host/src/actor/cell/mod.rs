@@ -275,8 +275,8 @@ impl Cell {
         self.instance.as_ref().is_none_or(|i| i.poisoned)
     }
 
-    /// Instantiates the module and calls `start`.
-    async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
+    /// The core of a new instance of this actor's module, started with `self.init`.
+    fn new_core(&self) -> ActorCore {
         let program = Program {
             module: self.module.name.clone(),
             version: self.module.version.clone(),
@@ -294,6 +294,12 @@ impl Cell {
             ),
         );
         core.grants = self.module.grants.as_slice().into();
+        core
+    }
+
+    /// Instantiates the module and calls `start`.
+    async fn boot(&mut self, restart_cause: Option<String>) -> Result<(), Failure> {
+        let core = self.new_core();
         let origin = match (self.carried.take(), restart_cause.as_deref()) {
             (Some(old), Some(cause)) => Origin::Restarted { old: *old, cause },
             _ => Origin::Spawned,
@@ -326,24 +332,8 @@ impl Cell {
     /// what it kept, a fresh instance of the image's module version with the image's core
     /// state written in, and no `start`.
     async fn restore(&mut self, image: ActorImage) -> Result<(), ImageError> {
-        let program = Program {
-            module: self.module.name.clone(),
-            version: self.module.version.clone(),
-            init: image.init.as_slice().into(),
-        };
-        self.init = program.init.clone();
-        let mut core = ActorCore::new(
-            self.kernel.clone(),
-            self.me.address.clone(),
-            self.parent.clone(),
-            program,
-            self.limits,
-            (
-                self.me.stats.clone().unwrap_or_default(),
-                self.lineage.clone(),
-            ),
-        );
-        core.grants = self.module.grants.as_slice().into();
+        self.init = image.init.as_slice().into();
+        let mut core = self.new_core();
         core.supervisor = super::supervisor::Supervisor::new(image.strategy.clone());
         let caps = self
             .caps
