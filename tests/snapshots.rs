@@ -1,6 +1,6 @@
 //! Sandbox snapshots: actors captured between two messages as images of their memory, globals
 //! and bookkeeping, restored elsewhere or after a host restart with no persistence code, and
-//! damaged images refused. The same scenario runs for a Rust and a Python actor.
+//! damaged images refused. The same scenario runs for a Rust, a Python and a JavaScript actor.
 
 use mote_host::{ActorSystem, HostConfig, ImageError, SnapshotError, SpawnOptions};
 use mote_tests::scenarios::{
@@ -141,4 +141,13 @@ async fn a_periodic_timer_lives_on_in_the_image_and_its_id_still_cancels_it() {
         "the id the guest kept cancels the restored timer"
     );
     assert_eq!(system.pending_timers(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_javascript_actor_keeps_its_in_memory_state_through_images() {
+    an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
+        "js_versioned_v",
+        Speech::Json,
+    )
+    .await;
 }
