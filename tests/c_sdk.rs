@@ -491,3 +491,39 @@ async fn a_c_actor_makes_an_http_call_out_and_takes_its_response_once() {
     );
     system.shutdown().await.unwrap();
 }
+
+/// A C actor captured as an image keeps its in-memory count through a restore elsewhere,
+/// while the original runs on (the C versioned counter speaks text: `add N`, `get`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_actor_keeps_its_in_memory_state_through_an_image() {
+    let system = ActorSystem::new(mote_host::HostConfig::new()).unwrap();
+    let path = mote_test_programs::path("c_versioned_v1").unwrap();
+    system
+        .deploy_granted(
+            "cv",
+            "1",
+            &std::fs::read(path).unwrap(),
+            &["snapshot".into()],
+        )
+        .unwrap();
+    system.spawn("c", "cv", b"").unwrap();
+    feed(&system, "/user/c", 0, 300).await;
+    let captured = ask_text(&system, "/user/c", "get").await;
+    assert_eq!(captured, versioned_json(1, 300, 299, ""));
+    let image = system.snapshot("/user/c").await.unwrap();
+    feed(&system, "/user/c", 300, 310).await;
+    assert_eq!(
+        ask_text(&system, "/user/c", "get").await,
+        versioned_json(1, 310, 309, "")
+    );
+    system
+        .restore(&image, Some("/user/d"), mote_host::SpawnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(ask_text(&system, "/user/d", "get").await, captured);
+    feed(&system, "/user/d", 300, 305).await;
+    assert_eq!(
+        ask_text(&system, "/user/d", "get").await,
+        versioned_json(1, 305, 304, "")
+    );
+}
