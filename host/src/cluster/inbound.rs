@@ -161,7 +161,11 @@ impl Cluster {
             },
             Signal::ChildTerminated(child) => match wire::parse_address(&child, me) {
                 Some(child) => {
-                    self.proxies.end(&child, End::Terminated);
+                    if self.proxies.end(&child, End::Terminated) {
+                        // Its stand-in's task ends in its own time; the path is free now,
+                        // before the parent hears.
+                        kernel.registry.remove(&child);
+                    }
                     SystemMsg::ChildTerminated(child)
                 }
                 None => return,

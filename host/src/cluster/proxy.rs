@@ -10,6 +10,8 @@
 //! - A stand-in ends exactly once: when the child's end is signalled, or when its node goes
 //!   down; only in the second case does it tell the parent (the child's node told it in the
 //!   first).
+//! - The child's path is free here before its parent hears that it ended, as for a child on
+//!   this node: a parent that then looks up or respawns the path does not find the stand-in.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -75,8 +77,8 @@ impl Proxies {
         ended
     }
 
-    /// Ends the stand-in of `child`, if it is that incarnation's.
-    pub(crate) fn end(&self, child: &Address, how: End) {
+    /// Ends the stand-in of `child`, if it is that incarnation's; true if it did.
+    pub(crate) fn end(&self, child: &Address, how: End) -> bool {
         let mut proxies = self.lock();
         if proxies
             .get(child.path.as_str())
@@ -84,7 +86,9 @@ impl Proxies {
             && let Some(stand_in) = proxies.remove(child.path.as_str())
         {
             let _ = stand_in.end.send(how);
+            return true;
         }
+        false
     }
 
     /// Ends every stand-in of a child on `node`, which is down.
@@ -216,7 +220,7 @@ mod tests {
         assert_eq!(proxies.node_of("/user/p/w/g/h").as_deref(), Some("b"));
         assert_eq!(proxies.node_of("/user/p"), None);
         assert_eq!(proxies.node_of("/user/p/wx"), None);
-        proxies.end(&at("/user/p/w", 8), End::Terminated);
+        assert!(!proxies.end(&at("/user/p/w", 8), End::Terminated));
         assert!(
             ended.try_recv().is_err(),
             "another incarnation does not end it"
@@ -224,6 +228,6 @@ mod tests {
         proxies.node_down("b");
         assert!(matches!(ended.try_recv(), Ok(End::NodeDown)));
         assert_eq!(proxies.node_of("/user/p/w"), None);
-        proxies.end(&child, End::Terminated);
+        assert!(!proxies.end(&child, End::Terminated), "it ended once");
     }
 }
