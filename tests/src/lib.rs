@@ -23,20 +23,34 @@ pub fn system_with(modules: &[&str]) -> ActorSystem {
 
 /// A system with the given configuration and the named example modules deployed.
 ///
-/// Compiled modules are cached for all tests in the target directory, and deploys are serialized
-/// within a test binary, so each module is compiled once (an 18 MB Python component takes
-/// tens of seconds to compile, then ~1 ms to load).
+/// Compiled modules are cached for all tests in the target directory, and the deploys of one
+/// module are serialized within a test binary, so each module is compiled once (an 18 MB Python
+/// component takes tens of seconds to compile, then ~1 ms to load) while other modules compile
+/// beside it.
 pub fn system_configured(mut config: HostConfig, modules: &[&str]) -> ActorSystem {
-    static DEPLOYS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     config.module_cache(module_cache());
     let system = ActorSystem::new(config).expect("system");
-    let _one_at_a_time = DEPLOYS.lock().unwrap_or_else(|p| p.into_inner());
     for name in modules {
         let path =
             examples::path(name).expect("example actors are built by test-programs/build.rs");
+        let _compiled_once = deploying(name);
         system.deploy_file(name, &path).expect("deploy example");
     }
     system
+}
+
+/// Holds off other deploys of the module `name` in this test binary until dropped: one test
+/// compiles it, the others then load it from the cache.
+fn deploying(name: &str) -> std::sync::MutexGuard<'static, ()> {
+    use std::sync::Mutex;
+    static MODULES: Mutex<std::collections::BTreeMap<String, &'static Mutex<()>>> =
+        Mutex::new(std::collections::BTreeMap::new());
+    let lock: &'static Mutex<()> = MODULES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(name.to_owned())
+        .or_insert_with(|| Box::leak(Box::default()));
+    lock.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A system with the named pattern components deployed from the bytes `mote` embeds
@@ -46,6 +60,7 @@ pub fn system_with_patterns(patterns: &[&str], examples: &[&str]) -> ActorSystem
     for name in patterns {
         let bytes = mote_patterns::component(name)
             .unwrap_or_else(|| panic!("mote-patterns embeds no {name}"));
+        let _compiled_once = deploying(&format!("pattern {name}"));
         system.deploy(name, bytes).expect("deploy pattern");
     }
     system
