@@ -4,12 +4,12 @@
 //! refused and a clean leave. The test itself joins as a fourth node, `t`, with probes that the
 //! processes' actors report to (`/system/nodes/t/system/<probe>`).
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{TOKEN, cluster_tree, config, example, find, mote_run, scratch, start};
+use crate::common::{
+    ONE_CLUSTER, TOKEN, cluster_tree, config, example, find, mote_run, scratch, start,
+};
 
 use mote_example_protocol::{Counter, Entity, EntityValue, Watch};
 use mote_host::{
@@ -29,6 +29,7 @@ async fn next_kind(events: &mut Probe, kind: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_share_one_address_space_and_survive_a_killed_node() {
+    let _one = ONE_CLUSTER.lock().await;
     let nats = NatsServer::start(&["--auth", TOKEN]);
     let dir = scratch("cluster");
     let manifest = format!(

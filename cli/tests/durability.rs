@@ -4,20 +4,15 @@
 //! to another node within seconds, and a paused node (SIGSTOP) whose entity moved meanwhile has
 //! its late commit refused when it resumes. The test itself joins as node `t`.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Node, TOKEN, config, example, find, scratch, start};
+use crate::common::{Node, ONE_CLUSTER, TOKEN, config, example, find, scratch, start};
 use mote_example_protocol::{Entity, EntityValue, Ledger, LedgerState};
 use mote_guest::Message;
 use mote_host::{ActorSystem, CLUSTER_TOPIC, HostConfig, NODE_DOWN_KIND, NODE_UP_KIND, Probe};
 use mote_tests::nats::NatsServer;
 use mote_tests::{next, tell, wait_until_async};
-
-/// One test at a time: each runs three node processes on two cores.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The manifest's common part: fast failure detection, JetStream storage, and the entity kind
 /// `counters`.
@@ -92,7 +87,7 @@ async fn a_durable_chain_over_three_nodes_counts_exactly_once_through_random_kil
     const N: u64 = 20_000;
     /// Kills that must land while the chain runs; at most twice as many rounds.
     const KILLS: usize = 10;
-    let _one = SERIAL.lock().await;
+    let _one = ONE_CLUSTER.lock().await;
     let nats = NatsServer::start(&["--auth", TOKEN]);
     let dir = scratch("durable-chain");
     let actors = format!(
@@ -220,7 +215,7 @@ node = "a"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_nodes_late_commit_is_refused_after_its_entity_moved() {
-    let _one = SERIAL.lock().await;
+    let _one = ONE_CLUSTER.lock().await;
     let nats = NatsServer::start(&["--auth", TOKEN]);
     let dir = scratch("zombie");
     std::fs::write(dir.join("app.toml"), manifest("")).unwrap();

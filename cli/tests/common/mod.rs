@@ -13,6 +13,10 @@ use mote_tests::nats::NatsServer;
 
 pub const TOKEN: &str = "s3cret-cluster-token";
 
+/// One cluster of `mote run` processes at a time, for the tests of `cluster.rs` and
+/// `durability.rs` in this binary: each runs three node processes on two cores.
+pub static ONE_CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mote-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
