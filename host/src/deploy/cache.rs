@@ -103,13 +103,17 @@ impl CompiledCache {
     }
 }
 
-/// Writes a compiled component to the cache atomically (temp file, then rename).
+/// Writes a compiled component to the cache atomically (temp file, then rename). The temporary
+/// file is this write's own: two systems of one process compiling the same module at once must
+/// not write into one file, or one could rename it while the other still writes.
 fn write(file: &Path, component: &Component) -> std::io::Result<()> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let bytes = component.serialize().map_err(std::io::Error::other)?;
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    let write = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = file.with_extension(format!("tmp{}-{write}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, file)
 }
