@@ -44,11 +44,152 @@ fn main() {
             println!("cargo:rerun-if-changed={}", path.display());
         }
     }
-    let out = rust_guests::build(&examples, &[]);
-    python::build(&root, &examples, &out);
-    js::build(&root, &examples, &out);
-    c::build(&root, &examples, &out);
+    // One job list, run side by side: the Rust guests (one cargo run, which first waits while
+    // mote-patterns' build script holds example-actors/target), and each language's toolchain
+    // install, which queues that language's actors, one job each, when it is done. Nothing
+    // of one language needs another's.
+    let out = rust_guests::out_dir(&examples);
+    std::fs::create_dir_all(&out).expect("example-actors/target can be created");
+    let queue = jobs::Queue::default();
+    {
+        let examples = examples.clone();
+        queue.push("the Rust guests", move |_| {
+            rust_guests::build(&examples, &[]);
+            Ok(())
+        });
+    }
+    python::queue(&queue, &root, &examples, &out);
+    js::queue(&queue, &root, &examples, &out);
+    c::queue(&queue, &root, &examples, &out);
+    if let Err(failures) = queue.run(jobs::workers()) {
+        panic!(
+            "{} example build(s) failed:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+    // componentize-py leaves bytecode beside the sources; it is not an input.
+    let _ = std::fs::remove_dir_all(examples.join("python").join("__pycache__"));
     println!("cargo:rustc-env=MOTE_EXAMPLES_DIR={}", out.display());
+}
+
+/// A job list whose jobs run side by side on a few threads. A job may queue more jobs (a
+/// toolchain install queues the actors it builds); every job runs even if another failed, and
+/// the failures are reported together, each with what failed.
+mod jobs {
+    use std::collections::VecDeque;
+    use std::sync::{Condvar, Mutex};
+    use std::time::Instant;
+
+    /// One build step; it may queue further steps.
+    type Job = Box<dyn FnOnce(&Queue) -> Result<(), String> + Send>;
+
+    /// The jobs waiting, how many run, and what failed.
+    #[derive(Default)]
+    struct State {
+        waiting: VecDeque<(String, Job)>,
+        running: usize,
+        failures: Vec<String>,
+    }
+
+    /// The job list.
+    #[derive(Default)]
+    pub(super) struct Queue {
+        state: Mutex<State>,
+        changed: Condvar,
+    }
+
+    /// How many jobs run at once: cargo's `-j` for this build (`NUM_JOBS`), else the cores.
+    pub(super) fn workers() -> usize {
+        std::env::var("NUM_JOBS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    impl Queue {
+        /// Queues `job`, described by `what` in the log and in a failure.
+        pub(super) fn push(
+            &self,
+            what: impl Into<String>,
+            job: impl FnOnce(&Queue) -> Result<(), String> + Send + 'static,
+        ) {
+            self.lock().waiting.push_back((what.into(), Box::new(job)));
+            self.changed.notify_one();
+        }
+
+        /// Runs every job, queued now or by a job, on `workers` threads; the failures, if any.
+        pub(super) fn run(self, workers: usize) -> Result<(), Vec<String>> {
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| self.work());
+                }
+            });
+            let failures = std::mem::take(&mut self.lock().failures);
+            if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(failures)
+            }
+        }
+
+        /// One worker: takes the oldest waiting job until none waits and none runs (a running
+        /// job may still queue more).
+        fn work(&self) {
+            loop {
+                let (what, job) = {
+                    let mut state = self.lock();
+                    loop {
+                        if let Some(next) = state.waiting.pop_front() {
+                            state.running += 1;
+                            break next;
+                        }
+                        if state.running == 0 {
+                            return;
+                        }
+                        state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+                    }
+                };
+                let started = Instant::now();
+                // A panicking job (an `expect` in a helper) fails like one that returns Err.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(self)))
+                    .unwrap_or_else(|panic| {
+                        Err(panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                            .unwrap_or_else(|| "panicked".to_owned()))
+                    });
+                eprintln!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+                let mut state = self.lock();
+                state.running -= 1;
+                if let Err(e) = outcome {
+                    state.failures.push(format!("{what}: {e}"));
+                }
+                drop(state);
+                self.changed.notify_all();
+            }
+        }
+
+        fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+            self.state.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+}
+
+/// Runs `command`; Err says what ran and how it ended.
+fn run(mut command: std::process::Command) -> Result<(), String> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} exited with {status}"))
+    }
 }
 
 /// The Python example actors: a project-local venv with componentize-py, then one component
@@ -57,43 +198,50 @@ mod python {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::stale_sources;
+    use super::jobs::Queue;
+    use super::{run, stale_sources};
 
     /// The componentize-py release the Python actors are built with.
     const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
-    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+    /// Queues the install of componentize-py, which queues one job per stale actor.
+    pub(super) fn queue(queue: &Queue, root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("python");
         let stale = stale_sources(root, &sources, "py", "py_", out);
         if stale.is_empty() {
             return;
         }
-        let componentize = toolchain(examples);
-        for actor in &stale {
-            let module = actor
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .expect("python file names are UTF-8");
-            let wasm = out.join(format!("{module}.wasm"));
-            let status = Command::new(&componentize)
-                .current_dir(&sources)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .args(["-d"])
-                .arg(root.join("wit"))
-                .args(["-w", "upgradable-actor-world", "componentize", module, "-p"])
-                .arg(&sources)
-                .arg("-o")
-                .arg(&wasm)
-                .status()
-                .expect("failed to run componentize-py");
-            assert!(
-                status.success(),
-                "componentize-py failed for {}",
-                actor.display()
-            );
-        }
-        // componentize-py leaves bytecode beside the sources; it is not an input.
-        let _ = std::fs::remove_dir_all(sources.join("__pycache__"));
+        let (root, examples, out) = (root.to_owned(), examples.to_owned(), out.to_owned());
+        queue.push("componentize-py", move |queue| {
+            let componentize = toolchain(&examples);
+            for actor in stale {
+                let module = actor
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .expect("python file names are UTF-8")
+                    .to_owned();
+                let mut command = Command::new(&componentize);
+                command
+                    .current_dir(&sources)
+                    .env("PYTHONDONTWRITEBYTECODE", "1")
+                    .args(["-d"])
+                    .arg(root.join("wit"))
+                    .args([
+                        "-w",
+                        "upgradable-actor-world",
+                        "componentize",
+                        &module,
+                        "-p",
+                    ])
+                    .arg(&sources)
+                    .arg("-o")
+                    .arg(out.join(format!("{module}.wasm")));
+                queue.push(format!("componentize-py {}", actor.display()), move |_| {
+                    run(command)
+                });
+            }
+            Ok(())
+        });
     }
 
     /// The venv's componentize-py, installing both if needed.
@@ -204,42 +352,46 @@ mod js {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::stale_sources;
+    use super::jobs::Queue;
+    use super::{run, stale_sources};
 
-    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+    /// Queues the install of componentize-js, which queues one job per stale actor.
+    pub(super) fn queue(queue: &Queue, root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("js");
         let stale = stale_sources(root, &sources, "js", "js_", out);
         if stale.is_empty() {
             return;
         }
-        let componentize = toolchain(examples, &sources);
-        for actor in &stale {
-            let module = actor
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .expect("JavaScript file names are UTF-8");
-            // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
-            let disabled: &[&str] = if module.starts_with("js_http_") {
-                &["fetch-event"]
-            } else {
-                &["http", "fetch-event"]
-            };
-            let status = Command::new(&componentize)
-                .arg(actor)
-                .arg("--wit")
-                .arg(root.join("wit"))
-                .args(["-n", "upgradable-actor-world", "-d"])
-                .args(disabled)
-                .arg("-o")
-                .arg(out.join(format!("{module}.wasm")))
-                .status()
-                .expect("failed to run componentize-js");
-            assert!(
-                status.success(),
-                "componentize-js failed for {}",
-                actor.display()
-            );
-        }
+        let (root, examples, out) = (root.to_owned(), examples.to_owned(), out.to_owned());
+        queue.push("componentize-js", move |queue| {
+            let componentize = toolchain(&examples, &sources);
+            for actor in stale {
+                let module = actor
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .expect("JavaScript file names are UTF-8")
+                    .to_owned();
+                // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
+                let disabled: &[&str] = if module.starts_with("js_http_") {
+                    &["fetch-event"]
+                } else {
+                    &["http", "fetch-event"]
+                };
+                let mut command = Command::new(&componentize);
+                command
+                    .arg(&actor)
+                    .arg("--wit")
+                    .arg(root.join("wit"))
+                    .args(["-n", "upgradable-actor-world", "-d"])
+                    .args(disabled)
+                    .arg("-o")
+                    .arg(out.join(format!("{module}.wasm")));
+                queue.push(format!("componentize-js {}", actor.display()), move |_| {
+                    run(command)
+                });
+            }
+            Ok(())
+        });
     }
 
     /// componentize-js in the project-local node_modules, installing it if needed.
@@ -284,7 +436,8 @@ mod c {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
-    use super::stale_sources;
+    use super::jobs::Queue;
+    use super::{run, stale_sources};
 
     /// The Zig release whose `zig cc` compiles the C actors.
     const ZIGLANG: &str = "ziglang==0.17.1";
@@ -292,57 +445,64 @@ mod c {
     /// The world the C SDK implements: every optional export but `packed-receive`.
     const WORLD: &str = "upgradable-actor-world";
 
-    pub(super) fn build(root: &Path, examples: &Path, out: &Path) {
+    /// Queues the install of `zig cc` (after componentize-py's venv), which queues one job per
+    /// stale actor.
+    pub(super) fn queue(queue: &Queue, root: &Path, examples: &Path, out: &Path) {
         let sources = examples.join("c");
         let stale = stale_sources(root, &sources, "c", "c_", out);
         if stale.is_empty() {
             return;
         }
-        let python = zig(examples);
-        let bindings = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
-            .join("c-bindings");
-        let cores = examples.join("target").join("c");
-        std::fs::create_dir_all(&cores).expect("example-actors/target/c can be created");
-        for actor in &stale {
-            let module = actor
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .expect("C file names are UTF-8");
-            let core = cores.join(format!("{module}.core.wasm"));
-            // c_raw* actors are written on the bindings alone: they define the exports
-            // themselves, which the SDK's mote.c does for every other actor.
-            let sdk: &[PathBuf] = if module.starts_with("c_raw") {
-                &[]
-            } else {
-                &[sources.join("mote.c")]
-            };
-            let status = Command::new(&python)
-                .args(["-m", "ziglang", "cc"])
-                .args(compile_args())
-                .arg("-I")
-                .arg(&bindings)
-                .arg("-I")
-                .arg(&sources)
-                .arg("-o")
-                .arg(&core)
-                .arg(actor)
-                .args(sdk)
-                .arg(bindings.join("mote_world.c"))
-                .arg(bindings.join("mote_world_component_type.o"))
-                .status()
-                .expect("failed to run zig cc");
-            assert!(status.success(), "zig cc failed for {}", actor.display());
-            let bytes = std::fs::read(&core).expect("zig cc wrote the module");
-            let component = wit_component::ComponentEncoder::default()
-                .validate(true)
-                .module(&bytes)
-                .and_then(|e| e.encode())
-                .unwrap_or_else(|e| {
-                    panic!("{} is not a valid {WORLD} module: {e:#}", actor.display())
+        let (examples, out) = (examples.to_owned(), out.to_owned());
+        queue.push("zig cc", move |queue| {
+            let python = zig(&examples);
+            let bindings = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+                .join("c-bindings");
+            let cores = examples.join("target").join("c");
+            std::fs::create_dir_all(&cores).map_err(|e| format!("{}: {e}", cores.display()))?;
+            for actor in stale {
+                let module = actor
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .expect("C file names are UTF-8")
+                    .to_owned();
+                let core = cores.join(format!("{module}.core.wasm"));
+                // c_raw* actors are written on the bindings alone: they define the exports
+                // themselves, which the SDK's mote.c does for every other actor.
+                let sdk: &[PathBuf] = if module.starts_with("c_raw") {
+                    &[]
+                } else {
+                    &[sources.join("mote.c")]
+                };
+                let mut command = Command::new(&python);
+                command
+                    .args(["-m", "ziglang", "cc"])
+                    .args(compile_args())
+                    .arg("-I")
+                    .arg(&bindings)
+                    .arg("-I")
+                    .arg(&sources)
+                    .arg("-o")
+                    .arg(&core)
+                    .arg(&actor)
+                    .args(sdk)
+                    .arg(bindings.join("mote_world.c"))
+                    .arg(bindings.join("mote_world_component_type.o"));
+                let wasm = out.join(format!("{module}.wasm"));
+                queue.push(format!("zig cc {}", actor.display()), move |_| {
+                    run(command)?;
+                    let bytes =
+                        std::fs::read(&core).map_err(|e| format!("{}: {e}", core.display()))?;
+                    let component = wit_component::ComponentEncoder::default()
+                        .validate(true)
+                        .module(&bytes)
+                        .and_then(|e| e.encode())
+                        .map_err(|e| format!("not a valid {WORLD} module: {e:#}"))?;
+                    std::fs::write(&wasm, component).map_err(|e| format!("{}: {e}", wasm.display()))
                 });
-            std::fs::write(out.join(format!("{module}.wasm")), component)
-                .expect("component written");
-        }
+            }
+            Ok(())
+        });
     }
 
     /// The `zig cc` arguments of a C actor: a WASI reactor (no `main`) that links only what

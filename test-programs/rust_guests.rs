@@ -45,7 +45,15 @@ pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
         status.success(),
         "building example-actors for wasm32-wasip2 failed"
     );
-    target_dir.join("wasm32-wasip2").join("release")
+    out_dir(examples)
+}
+
+/// Where [`build`] puts the components of the `examples` workspace.
+pub fn out_dir(examples: &Path) -> PathBuf {
+    examples
+        .join("target")
+        .join("wasm32-wasip2")
+        .join("release")
 }
 
 /// Installs the wasm32-wasip2 target through rustup if the toolchain lacks it.
