@@ -38,6 +38,9 @@
 //!   Rust counter, a Rust actor holding 10 MiB and a Python counter; a restore against the
 //!   replay of a 10,000-event journal; the snapshot engine's cost per message.
 //!
+//! - `compile`: Python and JavaScript modules compiled with and without the function cache
+//!   shared across modules (see `compile.rs`).
+//!
 //! Figures are only meaningful as ratios against a baseline measured in the same run.
 
 use std::time::{Duration, Instant};
@@ -57,7 +60,7 @@ use tracing_subscriber::prelude::*;
 struct Args {
     /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
     /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, durable,
-    /// patterns, images, erlang
+    /// patterns, images, compile, erlang
     /// (the peers alone) or all (every workload, then the ratios against Erlang).
     workload: String,
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
@@ -106,6 +109,7 @@ struct Args {
 }
 
 mod cluster;
+mod compile;
 mod durability;
 mod images;
 mod patterns;
@@ -180,6 +184,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "durable" => durability::durable(&args).await,
             "patterns" => patterns::patterns(&args).await,
             "images" => images::images(&args).await,
+            "compile" => compile::compile(&args).await,
             "persist" => {
                 commit(&args).await?;
                 recovery(&args).await?;
@@ -213,7 +218,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             other => bail!(
                 "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
                  epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
-                 upgrade, languages, cluster, durable, patterns, erlang or all"
+                 upgrade, languages, cluster, durable, patterns, images, compile, erlang or all"
             ),
         }
     })

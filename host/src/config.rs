@@ -36,6 +36,7 @@ pub struct HostConfig {
     pub(crate) max_module_bytes: u64,
     pub(crate) image_threshold: u64,
     pub(crate) perf_map: bool,
+    pub(crate) function_cache: bool,
     pub(crate) meter_cpu: bool,
     pub(crate) metrics_top: usize,
     pub(crate) guest_log_queue: usize,
@@ -70,6 +71,7 @@ impl Default for HostConfig {
             max_module_bytes: 64 << 20,
             image_threshold: 1 << 20,
             perf_map: false,
+            function_cache: true,
             meter_cpu: false,
             metrics_top: 10,
             guest_log_queue: 8192,
@@ -261,6 +263,14 @@ impl HostConfig {
     /// built without stripping (`CARGO_PROFILE_RELEASE_STRIP=false`).
     pub fn perf_map(&mut self, enable: bool) -> &mut Self {
         self.perf_map = enable;
+        self
+    }
+
+    /// Whether compiled functions are shared between the modules this process compiles (default
+    /// on): a module whose functions another module had (every Python module embeds the same
+    /// CPython) compiles in a fraction of the time. Bounded; see `sandbox::compile_cache`.
+    pub fn function_cache(&mut self, enable: bool) -> &mut Self {
+        self.function_cache = enable;
         self
     }
 

@@ -84,6 +84,10 @@ pub(crate) fn build_engine(
     if config.perf_map {
         wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
+    if config.function_cache {
+        wasm.enable_incremental_compilation(super::compile_cache::FunctionCache::process())
+            .map_err(|e| HostError::Engine(e.into()))?;
+    }
     if memory == MemoryStrategy::Image {
         let limit = config.memory_limit.next_multiple_of(WASM_PAGE) as u64;
         wasm.memory_reservation(limit).memory_init_cow(true);

@@ -4,6 +4,7 @@
 
 pub(crate) mod arena;
 pub(crate) mod bindings;
+pub(crate) mod compile_cache;
 pub(crate) mod engine;
 pub(crate) mod image;
 pub(crate) mod meter;
