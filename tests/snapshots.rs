@@ -2,7 +2,7 @@
 //! and bookkeeping, restored elsewhere or after a host restart with no persistence code, and
 //! damaged images refused. The same scenario runs for a Rust, a Python and a JavaScript actor.
 
-use mote_host::{ActorSystem, HostConfig, ImageError, SnapshotError, SpawnOptions};
+use mote_host::{ActorSystem, HostConfig, ImageError, SnapshotError, SpawnError, SpawnOptions};
 use mote_tests::scenarios::{
     an_image_keeps_in_memory_state_across_restore_and_a_host_restart, snapshot_system,
 };
@@ -36,6 +36,16 @@ async fn an_actor_that_cannot_be_captured_is_refused_with_the_reason() {
         matches!(refused, Err(SnapshotError::Image(ImageError::NotEnabled(ref m))) if m == "counter"),
         "a module deployed without snapshots: {refused:?}"
     );
+    let sleepy = SpawnOptions {
+        hibernate_after: Some(std::time::Duration::from_millis(10)),
+        ..SpawnOptions::default()
+    };
+    let refused = system.spawn_with("sleepy", "counter", b"", sleepy);
+    assert!(
+        matches!(refused, Err(SpawnError::NoSnapshots(ref m)) if m == "counter"),
+        "only a module with snapshots on hibernates: {refused:?}"
+    );
+    assert!(system.lookup("/user/sleepy").is_none());
     let missing = system.snapshot("/user/nobody").await;
     assert!(
         matches!(missing, Err(SnapshotError::NoActor(_))),

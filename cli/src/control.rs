@@ -200,6 +200,9 @@ pub(crate) struct Node {
     /// Steps whose durable writes were committed.
     #[serde(default)]
     pub(crate) committed: u64,
+    /// Times it hibernated (gave up its instance for an image while idle).
+    #[serde(default)]
+    pub(crate) hibernations: u64,
     /// Bytes of linear memory now.
     #[serde(default)]
     pub(crate) memory: u64,
@@ -227,6 +230,7 @@ impl From<ActorInfo> for Node {
             failures: i.stats.failures,
             restarts: i.stats.restarts,
             committed: i.stats.committed,
+            hibernations: i.stats.hibernations,
             memory: i.stats.memory_bytes,
             cpu_ns: u64::try_from(i.stats.cpu.as_nanos()).unwrap_or(u64::MAX),
         }

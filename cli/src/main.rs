@@ -436,8 +436,12 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     .iter()
                     .map(|(kind, n)| format!(" refused:{kind}={n}"))
                     .collect();
+                let naps = match node.hibernations {
+                    0 => String::new(),
+                    n => format!(" hibernations={n}"),
+                };
                 println!(
-                    "{:indent$}{} #{} {} mailbox={}{refused}",
+                    "{:indent$}{} #{} {} mailbox={}{naps}{refused}",
                     "",
                     node.path,
                     node.incarnation,

@@ -144,6 +144,7 @@ mod tests {
             failures: 0,
             restarts: 0,
             committed: 0,
+            hibernations: 0,
             memory: 65536,
             cpu_ns: 0,
         }

@@ -261,6 +261,11 @@ pub enum SpawnError {
     /// No live node of the cluster has this name (or this host is in no cluster).
     #[error("no live node named {0:?} in the cluster")]
     UnknownNode(String),
+    /// It was asked to hibernate, but its module was not deployed with snapshots on.
+    #[error(
+        "module {0:?} has snapshots off: its actors cannot hibernate (deploy it with snapshot = true)"
+    )]
+    NoSnapshots(String),
 }
 
 /// A message could not be sent.

@@ -30,6 +30,8 @@ pub(crate) struct ActorStats {
     pub(crate) restarts: Counter,
     /// Steps whose durable writes were committed (persistent actors only).
     pub(crate) committed: Counter,
+    /// Times it hibernated: gave up its instance for an image while idle.
+    pub(crate) hibernations: Counter,
     /// What it was refused, by quota.
     pub(crate) refusals: Refusals,
     /// Its CPU time and linear memory.
@@ -68,6 +70,8 @@ pub struct StatsSnapshot {
     pub restarts: u64,
     /// Steps committed to the database.
     pub committed: u64,
+    /// Times it hibernated (gave up its instance for an image while idle).
+    pub hibernations: u64,
     /// Bytes of linear memory of its instance now.
     pub memory_bytes: u64,
     /// CPU time its guest calls have run (counted when the host meters CPU time).
@@ -83,6 +87,7 @@ impl std::ops::AddAssign for StatsSnapshot {
         self.failures += o.failures;
         self.restarts += o.restarts;
         self.committed += o.committed;
+        self.hibernations += o.hibernations;
         self.memory_bytes += o.memory_bytes;
         self.cpu += o.cpu;
         self.refusals += o.refusals;
@@ -98,6 +103,7 @@ impl ActorStats {
             failures: self.failures.get(),
             restarts: self.restarts.get(),
             committed: self.committed.get(),
+            hibernations: self.hibernations.get(),
             memory_bytes: self.usage.memory_bytes(),
             cpu: self.usage.cpu(),
             refusals: self.refusals.total(),

@@ -538,8 +538,9 @@ fn counted(count: u32) -> (u64, u64) {
 
 /// The versioned counter (`<prefix>1`, deployed with snapshots on), which keeps its count in
 /// memory only: a snapshot restored elsewhere has the state of when it was taken while the
-/// original runs on; a damaged image is refused and spawns nothing; an entity passivated as an
-/// image comes back with its state after a host restart, with no persistence code.
+/// original runs on; a damaged image is refused and spawns nothing; an actor that hibernates
+/// when idle wakes with its state at each next message; an entity passivated as an image
+/// comes back with its state after a host restart, with no persistence code.
 pub async fn an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
     prefix: &str,
     speech: Speech,
@@ -595,6 +596,40 @@ pub async fn an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
         assert!(
             matches!(taken, Err(SnapshotError::Spawn(SpawnError::NameTaken(_)))),
             "where it was taken, /user/c still lives: {taken:?}"
+        );
+
+        // Idle for 100 ms, /user/h gives up its instance for an image (it holds no memory
+        // then), and the next message wakes it with its state, each time it sleeps.
+        let asleep = SpawnOptions {
+            hibernate_after: Some(Duration::from_millis(100)),
+            ..SpawnOptions::default()
+        };
+        let h = system.spawn_with("h", "versioned", b"", asleep).unwrap();
+        let stats = |system: &ActorSystem| {
+            let tree = system.tree();
+            let info = tree.iter().find(|a| a.address == h).expect("/user/h lives");
+            info.stats
+        };
+        for round in 0..3u32 {
+            let (from, to) = (round * 20, round * 20 + 20);
+            feed(speech, &system, "/user/h", 0, from, to).await;
+            wait_until(|| stats(&system).hibernations > u64::from(round)).await;
+            assert_eq!(
+                stats(&system).memory_bytes,
+                0,
+                "asleep, it holds no instance"
+            );
+            let woke = state(&system, "/user/h").await;
+            assert_eq!(
+                (woke.count, woke.sum, woke.out_of_order),
+                (u64::from(to), counted(to).1, 0),
+                "round {round}: woken with its state"
+            );
+        }
+        assert_eq!(
+            system.lookup("/user/h"),
+            Some(h),
+            "one incarnation throughout"
         );
 
         let options = EntityOptions {

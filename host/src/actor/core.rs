@@ -302,6 +302,7 @@ impl ActorCore {
             parent: Some(self.me.clone()),
             limits,
             passivate_after: None,
+            hibernate_after: None,
             reservation: Some(reservation),
             incarnation: None,
             restore: crate::kernel::spawn::Restore::No,

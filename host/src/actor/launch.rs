@@ -86,6 +86,7 @@ impl Extensions for Launcher {
             parent,
             limits,
             passivate_after,
+            hibernate_after,
             reservation,
             incarnation,
             restore,
@@ -109,6 +110,9 @@ impl Extensions for Launcher {
                 (module, None, matches!(other, Restore::Stored))
             }
         };
+        if hibernate_after.is_some() && module.images.is_none() {
+            return Err(SpawnError::NoSnapshots(module.name.to_string()));
+        }
         let labels = (module.name.clone(), module.version.clone());
         let capacity = Capacity {
             messages: limits.mailbox_capacity,
@@ -140,6 +144,7 @@ impl Extensions for Launcher {
             mailbox,
             limits,
             passivate_after,
+            hibernate_after,
             reservation,
             restoring,
         };

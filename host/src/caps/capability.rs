@@ -213,6 +213,13 @@ pub(crate) trait Capability: Send + Sync + Sized + 'static {
         Ok(Vec::new())
     }
 
+    /// The actor is about to hibernate: its instance is dropped and later rebuilt from an image
+    /// of its core state, while this state stays as it is. Err says why it cannot be now
+    /// (something of it lives in the instance itself).
+    fn hibernate(&self, _actor: &ActorCore, _state: &Self::State) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The state of an instance restored from an image, and what it takes up again (topics,
     /// say): `image` is what [`Capability::capture`] kept, untrusted.
     fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Self::State, String> {
@@ -374,6 +381,20 @@ macro_rules! capabilities {
                         $($field: self.$field.state(actor, Origin::Upgraded { old: &old.$field }),)*
                     },
                 }
+            }
+
+            /// Whether the actor can hibernate now, or why not (the first capability to object).
+            pub(crate) fn hibernate(
+                &self,
+                actor: &$crate::actor::core::ActorCore,
+                states: &States,
+            ) -> Result<(), String> {
+                use $crate::caps::capability::Capability as _;
+                $(
+                    self.$field.hibernate(actor, &states.$field)
+                        .map_err(|why| format!("{}: {why}", stringify!($field)))?;
+                )*
+                Ok(())
             }
 
             /// What every capability keeps of an actor captured now, by capability name (those

@@ -145,6 +145,7 @@ fn child_limits(parent: &ActorCore, options: WitSpawnOptions) -> Limits {
             descendants: n as usize,
             ..parent.limits.quotas
         }),
+        hibernate_after: None,
     };
     parent.limits.child(&options)
 }

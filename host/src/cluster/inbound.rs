@@ -208,6 +208,7 @@ impl Cluster {
                 descendants: usize::try_from(limits.descendants).unwrap_or(usize::MAX),
                 ..kernel.config.quotas
             }),
+            hibernate_after: None,
         };
         let request = SpawnRequest {
             path,
@@ -216,6 +217,7 @@ impl Cluster {
             parent: Some(parent.clone()),
             limits: Limits::of(&kernel.config, &options),
             passivate_after: None,
+            hibernate_after: None,
             reservation: None,
             incarnation: Some(incarnation),
             restore: crate::kernel::spawn::Restore::No,

@@ -22,6 +22,8 @@
 //! mailbox_bytes = 33554432
 //! memory_limit = 16777216
 //! cpu_deadline_ms = 1000
+//! hibernate_after_ms = 60000 # optional (a module with snapshot = true): idle this long, the
+//!                            # actor keeps an image instead of its instance until a message
 //! [actor.supervision]        # optional: this actor's restart policy instead of the guardian's
 //! directive = "restart"      # restart | resume | stop
 //! max_restarts = 5
@@ -319,6 +321,7 @@ struct RawActor {
     mailbox_bytes: Option<usize>,
     memory_limit: Option<usize>,
     cpu_deadline_ms: Option<u64>,
+    hibernate_after_ms: Option<u64>,
     supervision: Option<RawSupervision>,
     node: Option<String>,
 }
@@ -468,6 +471,7 @@ impl Manifest {
                     memory_limit: a.memory_limit,
                     cpu_deadline: a.cpu_deadline_ms.map(std::time::Duration::from_millis),
                     quotas: None,
+                    hibernate_after: a.hibernate_after_ms.map(std::time::Duration::from_millis),
                 },
                 supervision,
                 node: match a.node {
@@ -707,7 +711,7 @@ mod tests {
 
     #[test]
     fn versions_limits_and_supervision_parse() {
-        let m = parse("[[module]]\nname = \"m\"\npath = \"a\"\nversion = \"1.0\"\n[[module]]\nname = \"m\"\npath = \"b\"\nversion = \"2.0\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\nmailbox_capacity = 7\ncpu_deadline_ms = 50\n[actor.supervision]\ndirective = \"stop\"\nmax_restarts = 9\n").unwrap();
+        let m = parse("[[module]]\nname = \"m\"\npath = \"a\"\nversion = \"1.0\"\n[[module]]\nname = \"m\"\npath = \"b\"\nversion = \"2.0\"\n[[actor]]\npath = \"/user/a\"\nmodule = \"m\"\nmailbox_capacity = 7\ncpu_deadline_ms = 50\nhibernate_after_ms = 250\n[actor.supervision]\ndirective = \"stop\"\nmax_restarts = 9\n").unwrap();
         assert_eq!(
             (m.modules[0].version.as_str(), m.modules[1].version.as_str()),
             ("1.0", "2.0")
@@ -717,6 +721,10 @@ mod tests {
         assert_eq!(
             a.limits.cpu_deadline,
             Some(std::time::Duration::from_millis(50))
+        );
+        assert_eq!(
+            a.limits.hibernate_after,
+            Some(std::time::Duration::from_millis(250))
         );
         let s = a.supervision.as_ref().unwrap();
         assert_eq!((s.directive, s.max_restarts), (Directive::Stop, 9));

@@ -28,6 +28,10 @@ pub struct SpawnOptions {
     pub mailbox_bytes: Option<usize>,
     /// The actor's quotas (for a child, capped by its parent's).
     pub quotas: Option<Quotas>,
+    /// For a module deployed with snapshots on: after this long without a message, the actor
+    /// hibernates, giving up its instance for a compressed image of it; the next message
+    /// restores the instance (see `actor::cell`'s hibernation).
+    pub hibernate_after: Option<Duration>,
 }
 
 /// The resource limits of one actor.
@@ -168,6 +172,8 @@ pub(crate) struct SpawnRequest {
     pub(crate) limits: Limits,
     /// An entity passivates after this long without a message.
     pub(crate) passivate_after: Option<Duration>,
+    /// It hibernates after this long without a message (its module has snapshots on).
+    pub(crate) hibernate_after: Option<Duration>,
     /// Its place among its ancestors' descendants (`None` for a top-level actor or entity).
     pub(crate) reservation: Option<Reservation>,
     /// The incarnation it gets, if its parent's node chose it (a child spawned on another
@@ -234,6 +240,7 @@ mod tests {
                 descendants: usize::MAX,
                 ..Quotas::default()
             }),
+            hibernate_after: None,
         };
         let child = parent.child(&greedy);
         assert_eq!(child.mailbox_capacity, 50);

@@ -96,6 +96,7 @@ impl ActorSystem {
             parent: None,
             limits: Limits::of(&self.kernel.config, &options),
             passivate_after: None,
+            hibernate_after: options.hibernate_after,
             reservation: None,
             incarnation,
             restore: Restore::Image {

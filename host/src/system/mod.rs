@@ -381,6 +381,7 @@ impl ActorSystem {
             parent: None,
             limits,
             passivate_after: None,
+            hibernate_after: options.hibernate_after,
             reservation: None,
             incarnation: None,
             restore: crate::kernel::spawn::Restore::No,

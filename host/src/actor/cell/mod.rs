@@ -21,6 +21,7 @@
 //! children's, and `swap` the hot swap of one actor.
 
 mod failure;
+mod hibernate;
 mod swap;
 
 use std::collections::{HashSet, VecDeque};
@@ -62,6 +63,8 @@ pub(crate) struct CellSpec {
     pub(crate) limits: Limits,
     /// An entity passivates after this long without a message.
     pub(crate) passivate_after: Option<Duration>,
+    /// It hibernates after this long without a message.
+    pub(crate) hibernate_after: Option<Duration>,
     /// Its place among its ancestors' descendants, given back when the cell ends.
     pub(crate) reservation: Option<Reservation>,
     /// The image its first instance is restored from, instead of `start`.
@@ -137,6 +140,9 @@ struct Cell {
     /// Children whose failure this actor escalated: they wait for its own outcome.
     escalated: Vec<ActorRef>,
     passivate_after: Option<Duration>,
+    hibernate_after: Option<Duration>,
+    /// Its instance's image and store data while it hibernates (see `hibernate`).
+    dormant: Option<Box<hibernate::Dormant>>,
     /// Set when this (entity) incarnation ends by passivation: no `stopping` hook runs.
     passivated: bool,
     /// Cleared while its parent has it deactivated: it handles no user message.
@@ -172,6 +178,8 @@ async fn run(spec: CellSpec) {
         deferred: VecDeque::new(),
         escalated: Vec::new(),
         passivate_after: spec.passivate_after,
+        hibernate_after: spec.hibernate_after,
+        dormant: None,
         passivated: false,
         active: true,
         restoring: spec.restoring,
@@ -517,12 +525,22 @@ impl Cell {
             if !self.active {
                 continue;
             }
-            let idle = self.passivate_after;
+            // A hibernating actor waits for its next message without a deadline.
+            let idle = match self.dormant() {
+                true => None,
+                false => self.passivate_after.or(self.hibernate_after),
+            };
             let next = tokio::select! {
                 biased;
                 Some(sys) = self.mailbox.system.recv() => Ok(sys),
                 msg = self.mailbox.user.recv() => Err(msg),
                 () = idle_for(idle) => {
+                    if self.passivate_after.is_none() {
+                        // Asleep or not, it serves on: a failed hibernation is retried at
+                        // the next idle stretch.
+                        self.hibernate();
+                        continue;
+                    }
                     let passivated = !self.holds()
                         && if self.module.images.is_some() {
                             self.passivate_as_image()
@@ -581,7 +599,11 @@ impl Cell {
     }
 
     async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
-        match self.track(msg)? {
+        let msg = self.track(msg)?;
+        if let Err(failure) = Box::pin(self.wake()).await {
+            return Some(Exit::Failed(failure));
+        }
+        match msg {
             SystemMsg::Stop(reason) => Some(Exit::Stop(reason)),
             SystemMsg::ChildTerminated(child) => {
                 self.child_gone(&child);
@@ -647,6 +669,13 @@ impl Cell {
             UserMsg::Message(envelope) => envelope,
             UserMsg::PoisonPill => return Some(Exit::Stop(StopReason::Normal)),
         };
+        if self.dormant()
+            && let Err(failure) = Box::pin(self.wake()).await
+        {
+            // Handled as a message whose call failed: acknowledged, not redelivered.
+            self.kernel.settle(envelope.receipt.take());
+            return Some(Exit::Failed(failure));
+        }
         let instance = self.instance.as_mut()?;
         if envelope.kind.starts_with("mote.")
             && !self.caps.admit(&mut instance.state().caps, &envelope)
@@ -708,6 +737,11 @@ impl Cell {
 
     /// Stops the children, runs `stopping`, releases the path, tells watchers and the parent.
     async fn terminate(&mut self, reason: StopReason) {
+        // A hibernating actor wakes to run its `stopping` hook; if it cannot, its
+        // capabilities' states are carried to `stopped` without it.
+        if let Err(failure) = Box::pin(self.wake()).await {
+            tracing::warn!(%failure, "woke from hibernation too late: stopped without its hook");
+        }
         let mut last = self.carried.take();
         if let Some(mut instance) = self.instance.take() {
             instance.state().core.stopping = true;

@@ -153,6 +153,7 @@ impl Entities {
             parent: None,
             limits: kind.limits,
             passivate_after: kind.passivate_after,
+            hibernate_after: None,
             reservation: None,
             incarnation: None,
             // An entity passivated as an image continues from it (taken once the path is ours).

@@ -93,11 +93,15 @@ impl Capability for Wasi {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
     }
 
-    fn capture(&self, _actor: &ActorCore, state: &Sandboxed) -> Result<Vec<u8>, String> {
+    fn capture(&self, actor: &ActorCore, state: &Sandboxed) -> Result<Vec<u8>, String> {
+        self.hibernate(actor, state).map(|()| Vec::new())
+    }
+
+    fn hibernate(&self, _actor: &ActorCore, state: &Sandboxed) -> Result<(), String> {
         // Handles to WASI resources live in the instance's handle table, which a fresh
         // instance does not have: an actor holding one (an open stream, a request) is refused.
         match state.table.is_empty() {
-            true => Ok(Vec::new()),
+            true => Ok(()),
             false => Err("it holds WASI resources (open streams or requests)".into()),
         }
     }
