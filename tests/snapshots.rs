@@ -161,3 +161,47 @@ async fn a_javascript_actor_keeps_its_in_memory_state_through_images() {
     )
     .await;
 }
+
+/// A hibernating actor keeps its timers: each tick wakes it, it handles the tick with the
+/// memory it had, and sleeps again; the timer id it keeps in memory still cancels the timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hibernating_actor_is_woken_by_its_timers_and_still_cancels_them() {
+    use mote_example_protocol::Timer;
+    let system = system_configured(HostConfig::new(), &[]);
+    let bytes = std::fs::read(mote_test_programs::path("ticker").unwrap()).unwrap();
+    system
+        .deploy_granted("ticker", "1", &bytes, &["snapshot".to_owned()])
+        .unwrap();
+    let mut probe = system.probe("ticks").unwrap();
+    let options = SpawnOptions {
+        hibernate_after: Some(std::time::Duration::from_millis(20)),
+        ..SpawnOptions::default()
+    };
+    let ticker = system
+        .spawn_with("t", "ticker", b"/system/ticks", options)
+        .unwrap();
+    let naps = || {
+        let tree = system.tree();
+        let info = tree.iter().find(|a| a.address == ticker).expect("it lives");
+        info.stats.hibernations
+    };
+    tell(
+        &system,
+        "/user/t",
+        &Timer::Every {
+            period_ms: 300,
+            tag: 1,
+        },
+    );
+    for _ in 0..4 {
+        assert_eq!(report_labelled(&mut probe, "fired").await.value, 1);
+    }
+    assert!(naps() >= 3, "it slept between ticks: {} naps", naps());
+    tell(&system, "/user/t", &Timer::Cancel { tag: 1 });
+    assert_eq!(
+        report_labelled(&mut probe, "cancelled").await.value,
+        1,
+        "the id it kept through its naps cancels the host's timer"
+    );
+    system.shutdown().await.unwrap();
+}
