@@ -1,7 +1,9 @@
 //! `images`: what sandbox images cost and what they save, in one run:
-//! - for a Rust counter, a Rust actor holding 10 MiB, and a Python counter: the image's size
+//! - for a Rust counter, a Rust actor holding 10 MiB (sparse, then dense and incompressible),
+//!   and a Python counter: the image's size
 //!   and the time of a capture (`snapshot`) and of a restore into a new actor (`restore`,
 //!   until it runs), medians;
+//! - an ask that wakes a hibernating counter against one to an awake counter;
 //! - a restore of a counter that handled 10,000 messages against the recovery of a journal
 //!   of 10,000 events by replay (no snapshot), each less an empty start;
 //! - the cost of the snapshot engine (guest-debug instrumentation) on the message path:
@@ -96,6 +98,63 @@ async fn measure(
     Ok(restore_us)
 }
 
+/// An ask that wakes a hibernating counter (restore, then the call) against the same ask to
+/// an awake one (`/user/c`), medians of 20.
+async fn hibernation(
+    system: &ActorSystem,
+    speak: &dyn Fn(&Versioned) -> anyhow::Result<Vec<u8>>,
+    hear: &dyn Fn(&[u8]) -> anyhow::Result<VersionedState>,
+) -> anyhow::Result<()> {
+    let options = SpawnOptions {
+        hibernate_after: Some(std::time::Duration::from_millis(5)),
+        ..SpawnOptions::default()
+    };
+    let sleepy = system.spawn_with("sleepy", "counter", b"", options)?;
+    count_to(system, "/user/sleepy", 0, 10_000, speak, hear).await?;
+    let naps = || {
+        system
+            .tree()
+            .iter()
+            .find(|a| a.address == sleepy)
+            .map_or(0, |a| a.stats.hibernations)
+    };
+    let get = speak(&Versioned::Get)?;
+    let (mut woken, mut awake) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let before = naps();
+        let deadline = Instant::now() + WAIT;
+        while naps() == before {
+            if Instant::now() > deadline {
+                bail!("/user/sleepy never hibernated");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let start = Instant::now();
+        hear(
+            &system
+                .ask("/user/sleepy", Versioned::KIND, get.clone(), WAIT)
+                .await?
+                .body,
+        )?;
+        woken.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        hear(
+            &system
+                .ask("/user/c", Versioned::KIND, get.clone(), WAIT)
+                .await?
+                .body,
+        )?;
+        awake.push(start.elapsed().as_secs_f64());
+    }
+    let (woken, awake) = (median_us(&mut woken), median_us(&mut awake));
+    println!(
+        "RESULT runtime=mote workload=images hibernation woken_ask_us={woken:.0} \
+         awake_ask_us={awake:.1} ratio={:.0}",
+        woken / awake
+    );
+    Ok(())
+}
+
 /// See the module docs.
 pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     let system = system_with(args, HostConfig::new(), &["versioned_v1"])?;
@@ -138,6 +197,17 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
         .ask("/user/h", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
         .await?;
     measure(&system, "rust-10mib", "/user/h", 20).await?;
+
+    // The same 10 MiB written densely with pseudo-random bytes: every page differs, and
+    // nothing compresses.
+    system.spawn("dense", "holder", b"")?;
+    system.tell("/user/dense", Crash::KIND, encode(&Crash::Fill(10))?)?;
+    system
+        .ask("/user/dense", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
+        .await?;
+    measure(&system, "rust-10mib-dense", "/user/dense", 10).await?;
+
+    hibernation(&system, &postcard, &from_postcard).await?;
 
     system.spawn("p", "py-counter", b"")?;
     count_to(&system, "/user/p", 0, 1000, &json, &from_json).await?;

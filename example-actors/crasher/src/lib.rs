@@ -105,6 +105,24 @@ impl Actor for Crasher {
                 ctx.debug(&format!("holding {mib} more MiB"));
                 Ok(())
             }
+            Crash::Fill(mib) => {
+                let size = (mib as usize).checked_mul(MIB).ok_or_else(|| {
+                    Error::msg(format!("{mib} MiB does not fit the address space"))
+                })?;
+                // xorshift64: cheap, and nothing zstd finds to squeeze.
+                let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(mib);
+                let block: Vec<u8> = (0..size)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect();
+                self.hoard.push(black_box(block));
+                ctx.debug(&format!("holding {mib} more MiB of dense state"));
+                Ok(())
+            }
             Crash::Recurse(depth) => {
                 black_box(recurse(depth));
                 Ok(())

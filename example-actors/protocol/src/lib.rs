@@ -87,6 +87,9 @@ pub enum Crash {
     Recurse(u32),
     /// Adds one to the crasher's count and replies `Echo(count)`: shows whether state survived.
     Bump,
+    /// Allocates and keeps this many MiB, every byte written with pseudo-random data (state
+    /// that neither a zero page nor compression shrinks).
+    Fill(u32),
 }
 
 /// Orders for the relay actor.

@@ -409,8 +409,9 @@ impl Cell {
     /// Passivates an idle entity of a module with snapshots on as an image: captured, stored,
     /// then its path given up; if a message got in first, the stored image is taken back and
     /// the actor serves on. False if it was not passivated (the image could not be taken or
-    /// stored: its state would be lost).
-    fn passivate_as_image(&mut self) -> bool {
+    /// stored: its state would be lost). The database's writes run on tokio's blocking pool,
+    /// not on the scheduler's worker, which serves other actors meanwhile.
+    async fn passivate_as_image(&mut self) -> bool {
         let image = match self.capture() {
             Ok(image) => image,
             Err(error) => {
@@ -418,11 +419,23 @@ impl Cell {
                 return false;
             }
         };
-        let images = &self.caps.persistence.entities.images;
         let path = self.me.address.path.to_string();
-        if let Err(e) = images.put(&path, &image.encode()) {
-            tracing::error!(error = %crate::error::chain(&e), "not passivated: its image could not be stored");
-            return false;
+        let (caps, bytes, at) = (self.caps.clone(), image.encode(), path.clone());
+        let stored = self
+            .kernel
+            .runtime
+            .spawn_blocking(move || caps.persistence.entities.images.put(&at, &bytes))
+            .await;
+        match stored {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(error = %crate::error::chain(&e), "not passivated: its image could not be stored");
+                return false;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "not passivated: storing its image did not finish");
+                return false;
+            }
         }
         if self
             .kernel
@@ -431,8 +444,14 @@ impl Cell {
         {
             return true;
         }
-        if let Err(e) = images.take(&path) {
-            tracing::error!(error = %crate::error::chain(&e), "a passivation that did not happen left its image stored");
+        let caps = self.caps.clone();
+        let taken = self
+            .kernel
+            .runtime
+            .spawn_blocking(move || caps.persistence.entities.images.take(&path))
+            .await;
+        if !matches!(taken, Ok(Ok(_))) {
+            tracing::error!("a passivation that did not happen left its image stored");
         }
         false
     }
@@ -543,7 +562,7 @@ impl Cell {
                     }
                     let passivated = !self.holds()
                         && if self.module.images.is_some() {
-                            self.passivate_as_image()
+                            Box::pin(self.passivate_as_image()).await
                         } else {
                             self.kernel
                                 .tally
