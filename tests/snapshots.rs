@@ -205,3 +205,70 @@ async fn a_hibernating_actor_is_woken_by_its_timers_and_still_cancels_them() {
     );
     system.shutdown().await.unwrap();
 }
+
+/// An image keeps the stash, in order, and the aliases: the gate's stashed items come out of
+/// its restored copy when it opens; an alias is taken again where it is free, and stays with
+/// the actor that holds it where it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_keeps_the_stash_and_the_aliases() {
+    use mote_example_protocol::{Find, Found, Gate};
+    let system = system_configured(HostConfig::new(), &[]);
+    for name in ["gate", "finder"] {
+        let bytes = std::fs::read(mote_test_programs::path(name).unwrap()).unwrap();
+        system
+            .deploy_granted(name, "1", &bytes, &["snapshot".to_owned()])
+            .unwrap();
+    }
+    let mut probe = system.probe("gate").unwrap();
+    system.spawn("g", "gate", b"/system/gate").unwrap();
+    for n in [1, 2, 3] {
+        tell(&system, "/user/g", &Gate::Item(n));
+    }
+    tell(&system, "/user/g", &Gate::Stashed);
+    assert_eq!(report_labelled(&mut probe, "stashed").await.value, 3);
+    let image = system
+        .snapshot("/user/g")
+        .await
+        .expect("a stash is captured");
+    system
+        .restore(&image, Some("/user/g2"), SpawnOptions::default())
+        .await
+        .unwrap();
+    tell(&system, "/user/g2", &Gate::Open);
+    for n in [1, 2, 3] {
+        assert_eq!(report_labelled(&mut probe, "item").await.value, n);
+    }
+
+    system.spawn("f", "finder", b"0").unwrap();
+    let alias: Found = ask_as(&system, "/user/f", &Find::Alias("fa".into())).await;
+    let alias_path = alias.0[0].0.clone();
+    let image = system
+        .snapshot("/user/f")
+        .await
+        .expect("aliases are captured");
+    let copy = system
+        .restore(&image, Some("/user/f2"), SpawnOptions::default())
+        .await
+        .unwrap();
+    let holder = system.lookup(&alias_path).expect("the alias lives");
+    assert_eq!(holder.path.as_str(), "/user/f", "the original keeps it");
+    let original = system.lookup("/user/f").unwrap();
+    assert!(system.stop("/user/f"));
+    terminated(&system, &original).await;
+    assert!(
+        system.lookup(&alias_path).is_none(),
+        "released with /user/f"
+    );
+    system.stop(copy.path.as_str());
+    terminated(&system, &copy).await;
+    let again = system
+        .restore(&image, Some("/user/f3"), SpawnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        system.lookup(&alias_path),
+        Some(again),
+        "free again, the alias is taken back by the restored actor"
+    );
+    system.shutdown().await.unwrap();
+}

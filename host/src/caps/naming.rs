@@ -5,6 +5,8 @@
 //! - An alias names one incarnation; it is released when that incarnation ends (or by
 //!   `unalias`), never by anyone else, and it never outlives it.
 //! - An actor holds at most its quota of aliases; a name is first come, first served.
+//! - An image keeps the aliases; restored, the actor takes again those that are free (one
+//!   another actor took meanwhile stays that actor's, said in the log).
 
 use std::sync::Arc;
 
@@ -52,10 +54,50 @@ impl Capability for Naming {
     }
 
     fn capture(&self, _actor: &ActorCore, state: &Aliases) -> Result<Vec<u8>, String> {
-        match state.0.len() {
-            0 => Ok(Vec::new()),
-            n => Err(format!("{n} alias(es) held: an image keeps no aliases yet")),
+        if state.0.is_empty() {
+            return Ok(Vec::new());
         }
+        let names: Vec<String> = state.0.iter().map(ToString::to_string).collect();
+        Ok(crate::storage::database::encode(&names))
+    }
+
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Aliases, String> {
+        if image.is_empty() {
+            return Ok(Aliases::default());
+        }
+        let names: Vec<String> = postcard::from_bytes(image).map_err(|e| e.to_string())?;
+        if names.len() > actor.quotas().aliases {
+            return Err("more aliases than the actor's quota allows".into());
+        }
+        let alias_root = alias_path("x")
+            .map_err(|e| e.to_string())?
+            .parent()
+            .ok_or("the alias root has no parent")?;
+        let me = actor.kernel.registry.get(actor.me.path.as_str());
+        let mut held = Vec::with_capacity(names.len());
+        for name in names {
+            let path = ActorPath::parse(&name).map_err(|e| e.to_string())?;
+            if path.parent().as_ref() != Some(&alias_root) {
+                return Err(format!("{name} is not an alias"));
+            }
+            // Only what this host lets it take again: an alias someone else holds by now
+            // stays theirs.
+            let taken = match &me {
+                Some(me) => actor
+                    .kernel
+                    .registry
+                    .alias(path.clone(), me.clone())
+                    .is_ok(),
+                None => false,
+            };
+            match taken {
+                true => held.push(path),
+                false => {
+                    tracing::warn!(alias = %path, "an alias the image held is taken: not restored")
+                }
+            }
+        }
+        Ok(Aliases(held))
     }
 
     fn stopped(&self, kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Aliases>) {

@@ -18,6 +18,8 @@
 //! - An actor holds at most its quota of messages and of bytes in its stash; past it `stash`
 //!   is refused (`full`) and nothing changes.
 //! - Unstashed messages keep their order, ahead of anything in the mailbox.
+//! - An image keeps the stash, held and ready, in order (not a durable message: its
+//!   acknowledgement belongs to the host that received it), within the quotas on restore.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -26,7 +28,7 @@ use wasmtime::component::Linker;
 
 use super::capability::{ActorState, Call, Capability, Env, HasCall, Origin, Provides};
 use crate::actor::core::ActorCore;
-use crate::address::Address;
+use crate::address::{ActorPath, Address};
 use crate::error::HostError;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::DeadLetterReason;
@@ -73,6 +75,46 @@ impl Stash {
     }
 }
 
+/// A stashed message as an image keeps it: its sender (path and incarnation), kind and body.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptMessage {
+    sender: Option<(String, u64)>,
+    kind: String,
+    body: Vec<u8>,
+}
+
+impl KeptMessage {
+    fn of(envelope: &Envelope) -> Self {
+        KeptMessage {
+            sender: envelope
+                .sender
+                .as_ref()
+                .map(|a| (a.path.to_string(), a.incarnation)),
+            kind: envelope.kind.clone(),
+            body: envelope.body.clone(),
+        }
+    }
+
+    /// The message again; a sender that is no path is refused (the image is untrusted).
+    fn into_envelope(self) -> Result<Envelope, String> {
+        let sender = match self.sender {
+            Some((path, incarnation)) => Some(Address {
+                path: ActorPath::parse(&path).map_err(|e| e.to_string())?,
+                incarnation,
+            }),
+            None => None,
+        };
+        Ok(Envelope::new(sender, self.kind, self.body))
+    }
+}
+
+/// A stash as an image keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptStash {
+    held: Vec<KeptMessage>,
+    ready: Vec<KeptMessage>,
+}
+
 impl Capability for Stashing {
     type State = Stash;
     const IMPORTS: &'static [&'static str] = &["mote:actor/stash@"];
@@ -96,12 +138,49 @@ impl Capability for Stashing {
     }
 
     fn capture(&self, _actor: &ActorCore, state: &Stash) -> Result<Vec<u8>, String> {
-        match state.held.len() + state.ready.len() {
-            0 => Ok(Vec::new()),
-            n => Err(format!(
-                "{n} message(s) stashed: an image keeps no stash yet"
-            )),
+        if state.len() == 0 {
+            return Ok(Vec::new());
         }
+        if state
+            .held
+            .iter()
+            .chain(&state.ready)
+            .any(|e| e.receipt.is_some())
+        {
+            return Err(
+                "a durable message is stashed: its acknowledgement belongs to this host".into(),
+            );
+        }
+        let keep = |queue: &VecDeque<Envelope>| queue.iter().map(KeptMessage::of).collect();
+        Ok(crate::storage::database::encode(&KeptStash {
+            held: keep(&state.held),
+            ready: keep(&state.ready),
+        }))
+    }
+
+    fn restore(&self, actor: &ActorCore, image: &[u8]) -> Result<Stash, String> {
+        if image.is_empty() {
+            return Ok(Stash::default());
+        }
+        let kept: KeptStash = postcard::from_bytes(image).map_err(|e| e.to_string())?;
+        let mut stash = Stash::default();
+        for message in kept.held {
+            stash.held.push_back(message.into_envelope()?);
+        }
+        for message in kept.ready {
+            stash.ready.push_back(message.into_envelope()?);
+        }
+        stash.bytes = stash
+            .held
+            .iter()
+            .chain(&stash.ready)
+            .map(|e| e.body.len())
+            .sum();
+        let quotas = actor.quotas();
+        if stash.len() > quotas.stash || stash.bytes > quotas.stash_bytes {
+            return Err("more stashed than the actor's quota allows".into());
+        }
+        Ok(stash)
     }
 
     fn stopped(&self, kernel: &Arc<Kernel>, actor: &Address, state: Option<&mut Stash>) {
