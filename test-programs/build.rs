@@ -179,6 +179,15 @@ mod jobs {
     }
 }
 
+/// The module an actor's source file builds: its file name without the extension.
+fn module_name(actor: &Path) -> String {
+    actor
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("actor file names are UTF-8")
+        .to_owned()
+}
+
 /// Runs `command`; Err says what ran and how it ended.
 fn run(mut command: std::process::Command) -> Result<(), String> {
     let program = command.get_program().to_string_lossy().into_owned();
@@ -215,11 +224,7 @@ mod python {
         queue.push("componentize-py", move |queue| {
             let componentize = toolchain(&examples);
             for actor in stale {
-                let module = actor
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .expect("python file names are UTF-8")
-                    .to_owned();
+                let module = super::module_name(&actor);
                 let mut command = Command::new(&componentize);
                 command
                     .current_dir(&sources)
@@ -366,11 +371,7 @@ mod js {
         queue.push("componentize-js", move |queue| {
             let componentize = toolchain(&examples, &sources);
             for actor in stale {
-                let module = actor
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .expect("JavaScript file names are UTF-8")
-                    .to_owned();
+                let module = super::module_name(&actor);
                 // js_http_* actors make HTTP requests: they keep wasi:http (and need a grant).
                 let disabled: &[&str] = if module.starts_with("js_http_") {
                     &["fetch-event"]
@@ -461,11 +462,7 @@ mod c {
             let cores = examples.join("target").join("c");
             std::fs::create_dir_all(&cores).map_err(|e| format!("{}: {e}", cores.display()))?;
             for actor in stale {
-                let module = actor
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .expect("C file names are UTF-8")
-                    .to_owned();
+                let module = super::module_name(&actor);
                 let core = cores.join(format!("{module}.core.wasm"));
                 // c_raw* actors are written on the bindings alone: they define the exports
                 // themselves, which the SDK's mote.c does for every other actor.

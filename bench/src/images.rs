@@ -119,6 +119,13 @@ async fn hibernation(
             .map_or(0, |a| a.stats.hibernations)
     };
     let get = speak(&Versioned::Get)?;
+    // Seconds of one `Get` asked of `path`, answered.
+    let timed = async |path: &str| -> anyhow::Result<f64> {
+        let start = Instant::now();
+        let reply = system.ask(path, Versioned::KIND, get.clone(), WAIT).await?;
+        hear(&reply.body)?;
+        Ok(start.elapsed().as_secs_f64())
+    };
     let (mut woken, mut awake) = (Vec::new(), Vec::new());
     for _ in 0..20 {
         let before = naps();
@@ -129,22 +136,8 @@ async fn hibernation(
             }
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let start = Instant::now();
-        hear(
-            &system
-                .ask("/user/sleepy", Versioned::KIND, get.clone(), WAIT)
-                .await?
-                .body,
-        )?;
-        woken.push(start.elapsed().as_secs_f64());
-        let start = Instant::now();
-        hear(
-            &system
-                .ask("/user/c", Versioned::KIND, get.clone(), WAIT)
-                .await?
-                .body,
-        )?;
-        awake.push(start.elapsed().as_secs_f64());
+        woken.push(timed("/user/sleepy").await?);
+        awake.push(timed("/user/c").await?);
     }
     let (woken, awake) = (median_us(&mut woken), median_us(&mut awake));
     println!(
