@@ -272,3 +272,52 @@ async fn an_image_keeps_the_stash_and_the_aliases() {
     );
     system.shutdown().await.unwrap();
 }
+
+/// A persistent actor hibernates too (nothing of its journal moves): it wakes with the state it
+/// had, goes on journaling, and a host restart recovers every value from its journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_actor_hibernates_and_its_journal_carries_on() {
+    use mote_example_protocol::{Journal, JournalState};
+    let dir = TempDir::new("hibernating-journal");
+    let db = dir.join("mote.redb");
+    let bytes = std::fs::read(mote_test_programs::path("journal").unwrap()).unwrap();
+    let start = |db: &std::path::Path| {
+        let mut config = durable_config(db);
+        config.module_cache(module_cache());
+        let system = ActorSystem::new(config).unwrap();
+        system
+            .deploy_granted("journal", "1", &bytes, &["snapshot".to_owned()])
+            .unwrap();
+        system
+    };
+    let system = start(&db);
+    let options = SpawnOptions {
+        hibernate_after: Some(std::time::Duration::from_millis(50)),
+        ..SpawnOptions::default()
+    };
+    let journal = system.spawn_with("j", "journal", b"", options).unwrap();
+    let naps = |system: &ActorSystem| {
+        let tree = system.tree();
+        let info = tree
+            .iter()
+            .find(|a| a.address == journal)
+            .expect("it lives");
+        info.stats.hibernations
+    };
+    for round in 0..2u64 {
+        tell(&system, "/user/j", &Journal::Append(round));
+        wait_until(|| naps(&system) > round).await;
+        let state: JournalState = ask_as(&system, "/user/j", &Journal::Query).await;
+        assert_eq!(
+            state.values,
+            (0..=round).collect::<Vec<_>>(),
+            "round {round}"
+        );
+    }
+    system.shutdown().await.unwrap();
+    let system = start(&db);
+    system.spawn("j", "journal", b"").unwrap();
+    let state: JournalState = ask_as(&system, "/user/j", &Journal::Query).await;
+    assert_eq!(state.values, [0, 1], "recovered from its journal");
+    system.shutdown().await.unwrap();
+}
