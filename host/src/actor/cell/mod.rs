@@ -39,6 +39,7 @@ use super::step;
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::capability::Origin;
+use crate::caps::persistence::images::Images;
 use crate::caps::{ActorState, Caps, States};
 use crate::deploy::modules::{Module, Modules};
 use crate::kernel::deadletters::DeadLetterReason;
@@ -47,6 +48,7 @@ use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::image::ImageError;
 use crate::sched::Scheduler;
+use crate::storage::database::DatabaseError;
 use crate::trace;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
@@ -420,22 +422,10 @@ impl Cell {
             }
         };
         let path = self.me.address.path.to_string();
-        let (caps, bytes, at) = (self.caps.clone(), image.encode(), path.clone());
-        let stored = self
-            .kernel
-            .runtime
-            .spawn_blocking(move || caps.persistence.entities.images.put(&at, &bytes))
-            .await;
-        match stored {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!(error = %crate::error::chain(&e), "not passivated: its image could not be stored");
-                return false;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "not passivated: storing its image did not finish");
-                return false;
-            }
+        let (bytes, at) = (image.encode(), path.clone());
+        if let Err(error) = self.on_images(move |images| images.put(&at, &bytes)).await {
+            tracing::error!(%error, "not passivated: its image could not be stored");
+            return false;
         }
         if self
             .kernel
@@ -444,16 +434,31 @@ impl Cell {
         {
             return true;
         }
-        let caps = self.caps.clone();
-        let taken = self
-            .kernel
-            .runtime
-            .spawn_blocking(move || caps.persistence.entities.images.take(&path))
-            .await;
-        if !matches!(taken, Ok(Ok(_))) {
-            tracing::error!("a passivation that did not happen left its image stored");
+        if let Err(error) = self.on_images(move |images| images.take(&path)).await {
+            tracing::error!(%error, "a passivation that did not happen left its image stored");
         }
         false
+    }
+
+    /// Runs `job` on the store of passivated entities' images on tokio's blocking pool (a redb
+    /// write waits for its fsync); the error says what failed, with its causes. The future
+    /// holds nothing of the cell.
+    fn on_images<T, F>(&self, job: F) -> impl Future<Output = Result<T, String>> + use<T, F>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Images) -> Result<T, DatabaseError> + Send + 'static,
+    {
+        let caps = self.caps.clone();
+        let running = self
+            .kernel
+            .runtime
+            .spawn_blocking(move || job(&caps.persistence.entities.images));
+        async move {
+            match running.await {
+                Ok(done) => done.map_err(|e| crate::error::chain(&e)),
+                Err(e) => Err(format!("the blocking task did not finish: {e}")),
+            }
+        }
     }
 
     /// After a successful guest call: the step is sealed by the capabilities, what they must
@@ -619,7 +624,9 @@ impl Cell {
 
     async fn handle_system(&mut self, msg: SystemMsg) -> Option<Exit> {
         let msg = self.track(msg)?;
-        if let Err(failure) = Box::pin(self.wake()).await {
+        if self.dormant()
+            && let Err(failure) = Box::pin(self.wake()).await
+        {
             return Some(Exit::Failed(failure));
         }
         match msg {
@@ -758,7 +765,9 @@ impl Cell {
     async fn terminate(&mut self, reason: StopReason) {
         // A hibernating actor wakes to run its `stopping` hook; if it cannot, its
         // capabilities' states are carried to `stopped` without it.
-        if let Err(failure) = Box::pin(self.wake()).await {
+        if self.dormant()
+            && let Err(failure) = Box::pin(self.wake()).await
+        {
             tracing::warn!(%failure, "woke from hibernation too late: stopped without its hook");
         }
         let mut last = self.carried.take();
