@@ -28,9 +28,14 @@ pub(crate) struct Naming;
 #[derive(Default)]
 pub(crate) struct Aliases(Vec<ActorPath>);
 
+/// The path under which aliases live, `/system/alias`.
+fn alias_root() -> Result<ActorPath, crate::error::AddressError> {
+    ActorPath::system_root().child("alias")
+}
+
 /// The path of alias `name`.
 fn alias_path(name: &str) -> Result<ActorPath, crate::error::AddressError> {
-    ActorPath::system_root().child("alias")?.child(name)
+    alias_root()?.child(name)
 }
 
 impl Capability for Naming {
@@ -69,10 +74,7 @@ impl Capability for Naming {
         if names.len() > actor.quotas().aliases {
             return Err("more aliases than the actor's quota allows".into());
         }
-        let alias_root = alias_path("x")
-            .map_err(|e| e.to_string())?
-            .parent()
-            .ok_or("the alias root has no parent")?;
+        let alias_root = alias_root().map_err(|e| e.to_string())?;
         let me = actor.kernel.registry.get(actor.me.path.as_str());
         let mut held = Vec::with_capacity(names.len());
         for name in names {
