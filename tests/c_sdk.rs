@@ -497,15 +497,7 @@ async fn a_c_actor_makes_an_http_call_out_and_takes_its_response_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_c_actor_keeps_its_in_memory_state_through_an_image() {
     let system = ActorSystem::new(mote_host::HostConfig::new()).unwrap();
-    let path = mote_test_programs::path("c_versioned_v1").unwrap();
-    system
-        .deploy_granted(
-            "cv",
-            "1",
-            &std::fs::read(path).unwrap(),
-            &["snapshot".into()],
-        )
-        .unwrap();
+    deploy_with_snapshots(&system, "cv", "1", "c_versioned_v1");
     system.spawn("c", "cv", b"").unwrap();
     feed(&system, "/user/c", 0, 300).await;
     let captured = ask_text(&system, "/user/c", "get").await;

@@ -76,15 +76,7 @@ async fn an_image_is_restored_only_into_the_version_it_was_taken_from() {
     system.shutdown().await.unwrap();
 
     let other = system_configured(HostConfig::new(), &[]);
-    let v2 = mote_test_programs::path("versioned_v2").unwrap();
-    other
-        .deploy_granted(
-            "versioned",
-            "1",
-            &std::fs::read(v2).unwrap(),
-            &["snapshot".into()],
-        )
-        .unwrap();
+    deploy_with_snapshots(&other, "versioned", "1", "versioned_v2");
     let refused = other.restore(&image, None, SpawnOptions::default()).await;
     assert!(
         matches!(
@@ -105,15 +97,7 @@ async fn a_periodic_timer_lives_on_in_the_image_and_its_id_still_cancels_it() {
     use mote_example_protocol::Timer;
     use mote_tests::scenarios::report_in;
     let system = system_configured(HostConfig::new(), &[]);
-    let ticker = mote_test_programs::path("ticker").unwrap();
-    system
-        .deploy_granted(
-            "ticker",
-            "0",
-            &std::fs::read(ticker).unwrap(),
-            &["snapshot".into()],
-        )
-        .unwrap();
+    deploy_with_snapshots(&system, "ticker", "0", "ticker");
     let mut probe = system.probe("p").unwrap();
     let first = system.spawn("t", "ticker", b"/system/p").unwrap();
     let every = Timer::Every {
@@ -168,10 +152,7 @@ async fn a_javascript_actor_keeps_its_in_memory_state_through_images() {
 async fn a_hibernating_actor_is_woken_by_its_timers_and_still_cancels_them() {
     use mote_example_protocol::Timer;
     let system = system_configured(HostConfig::new(), &[]);
-    let bytes = std::fs::read(mote_test_programs::path("ticker").unwrap()).unwrap();
-    system
-        .deploy_granted("ticker", "1", &bytes, &["snapshot".to_owned()])
-        .unwrap();
+    deploy_with_snapshots(&system, "ticker", "1", "ticker");
     let mut probe = system.probe("ticks").unwrap();
     let options = SpawnOptions {
         hibernate_after: Some(std::time::Duration::from_millis(20)),
@@ -180,11 +161,7 @@ async fn a_hibernating_actor_is_woken_by_its_timers_and_still_cancels_them() {
     let ticker = system
         .spawn_with("t", "ticker", b"/system/ticks", options)
         .unwrap();
-    let naps = || {
-        let tree = system.tree();
-        let info = tree.iter().find(|a| a.address == ticker).expect("it lives");
-        info.stats.hibernations
-    };
+    let naps = || stats_of(&system, &ticker).hibernations;
     tell(
         &system,
         "/user/t",
@@ -214,10 +191,7 @@ async fn an_image_keeps_the_stash_and_the_aliases() {
     use mote_example_protocol::{Find, Found, Gate};
     let system = system_configured(HostConfig::new(), &[]);
     for name in ["gate", "finder"] {
-        let bytes = std::fs::read(mote_test_programs::path(name).unwrap()).unwrap();
-        system
-            .deploy_granted(name, "1", &bytes, &["snapshot".to_owned()])
-            .unwrap();
+        deploy_with_snapshots(&system, name, "1", name);
     }
     let mut probe = system.probe("gate").unwrap();
     system.spawn("g", "gate", b"/system/gate").unwrap();
@@ -280,14 +254,11 @@ async fn a_persistent_actor_hibernates_and_its_journal_carries_on() {
     use mote_example_protocol::{Journal, JournalState};
     let dir = TempDir::new("hibernating-journal");
     let db = dir.join("mote.redb");
-    let bytes = std::fs::read(mote_test_programs::path("journal").unwrap()).unwrap();
     let start = |db: &std::path::Path| {
         let mut config = durable_config(db);
         config.module_cache(module_cache());
         let system = ActorSystem::new(config).unwrap();
-        system
-            .deploy_granted("journal", "1", &bytes, &["snapshot".to_owned()])
-            .unwrap();
+        deploy_with_snapshots(&system, "journal", "1", "journal");
         system
     };
     let system = start(&db);
@@ -296,14 +267,7 @@ async fn a_persistent_actor_hibernates_and_its_journal_carries_on() {
         ..SpawnOptions::default()
     };
     let journal = system.spawn_with("j", "journal", b"", options).unwrap();
-    let naps = |system: &ActorSystem| {
-        let tree = system.tree();
-        let info = tree
-            .iter()
-            .find(|a| a.address == journal)
-            .expect("it lives");
-        info.stats.hibernations
-    };
+    let naps = |system: &ActorSystem| stats_of(system, &journal).hibernations;
     for round in 0..2u64 {
         tell(&system, "/user/j", &Journal::Append(round));
         wait_until(|| naps(&system) > round).await;

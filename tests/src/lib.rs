@@ -53,6 +53,23 @@ fn deploying(name: &str) -> std::sync::MutexGuard<'static, ()> {
     lock.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Deploys example `example` as module `name` at `version`, with snapshots on (the `snapshot`
+/// grant).
+pub fn deploy_with_snapshots(system: &ActorSystem, name: &str, version: &str, example: &str) {
+    let path = examples::path(example).expect("example actors are built by test-programs/build.rs");
+    let bytes = std::fs::read(path).expect("the example is built");
+    system
+        .deploy_granted(name, version, &bytes, &["snapshot".to_owned()])
+        .expect("deploy with snapshots on");
+}
+
+/// The figures of the live actor `address`, from the system's tree.
+pub fn stats_of(system: &ActorSystem, address: &mote_host::Address) -> mote_host::StatsSnapshot {
+    let tree = system.tree();
+    let info = tree.iter().find(|a| a.address == *address);
+    info.unwrap_or_else(|| panic!("{address} lives")).stats
+}
+
 /// A system with the named pattern components deployed from the bytes `mote` embeds
 /// (`mote-patterns`), and the named example modules.
 pub fn system_with_patterns(patterns: &[&str], examples: &[&str]) -> ActorSystem {

@@ -520,11 +520,7 @@ pub fn snapshot_system(db: &std::path::Path, prefix: &str) -> ActorSystem {
     let mut config = durable_config(db);
     config.module_cache(module_cache());
     let system = ActorSystem::new(config).expect("system");
-    let path = mote_test_programs::path(&format!("{prefix}1")).expect("built");
-    let bytes = std::fs::read(path).expect("the example is built");
-    system
-        .deploy_granted("versioned", "1", &bytes, &["snapshot".to_owned()])
-        .expect("deploy with snapshots on");
+    deploy_with_snapshots(&system, "versioned", "1", &format!("{prefix}1"));
     system
 }
 
@@ -605,17 +601,12 @@ pub async fn an_image_keeps_in_memory_state_across_restore_and_a_host_restart(
             ..SpawnOptions::default()
         };
         let h = system.spawn_with("h", "versioned", b"", asleep).unwrap();
-        let stats = |system: &ActorSystem| {
-            let tree = system.tree();
-            let info = tree.iter().find(|a| a.address == h).expect("/user/h lives");
-            info.stats
-        };
         for round in 0..3u32 {
             let (from, to) = (round * 20, round * 20 + 20);
             feed(speech, &system, "/user/h", 0, from, to).await;
-            wait_until(|| stats(&system).hibernations > u64::from(round)).await;
+            wait_until(|| stats_of(&system, &h).hibernations > u64::from(round)).await;
             assert_eq!(
-                stats(&system).memory_bytes,
+                stats_of(&system, &h).memory_bytes,
                 0,
                 "asleep, it holds no instance"
             );
