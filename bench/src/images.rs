@@ -98,6 +98,18 @@ async fn measure(
     Ok(restore_us)
 }
 
+/// Spawns a holder (the crasher) at `/user/<name>` and has it allocate as `order` says;
+/// returns once it holds the memory (the order does not answer: an `Echo` after it does).
+async fn holding(system: &ActorSystem, name: &str, order: Crash) -> anyhow::Result<()> {
+    let path = format!("/user/{name}");
+    system.spawn(name, "holder", b"")?;
+    system.tell(&path, Crash::KIND, encode(&order)?)?;
+    system
+        .ask(&path, Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
+        .await?;
+    Ok(())
+}
+
 /// An ask that wakes a hibernating counter (restore, then the call) against the same ask to
 /// an awake one (`/user/c`), medians of 20.
 async fn hibernation(
@@ -183,21 +195,12 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     count_to(&system, "/user/c", 0, 10_000, &postcard, &from_postcard).await?;
     let counter_us = measure(&system, "rust-counter", "/user/c", 200).await?;
 
-    system.spawn("h", "holder", b"")?;
-    // Alloc does not answer: the Echo after it does, once the 10 MiB are held.
-    system.tell("/user/h", Crash::KIND, encode(&Crash::Alloc(10))?)?;
-    system
-        .ask("/user/h", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
-        .await?;
+    holding(&system, "h", Crash::Alloc(10)).await?;
     measure(&system, "rust-10mib", "/user/h", 20).await?;
 
     // The same 10 MiB written densely with pseudo-random bytes: every page differs, and
     // nothing compresses.
-    system.spawn("dense", "holder", b"")?;
-    system.tell("/user/dense", Crash::KIND, encode(&Crash::Fill(10))?)?;
-    system
-        .ask("/user/dense", Crash::KIND, encode(&Crash::Echo(1))?, WAIT)
-        .await?;
+    holding(&system, "dense", Crash::Fill(10)).await?;
     measure(&system, "rust-10mib-dense", "/user/dense", 10).await?;
 
     hibernation(&system, &postcard, &from_postcard).await?;
