@@ -560,3 +560,121 @@ async fn a_full_link_refuses_a_send_from_outside() {
     a.shutdown().await.ok();
     b.shutdown().await.ok();
 }
+
+/// A node with the sequence checker deployed with snapshots on (so its actors can move).
+async fn movable_node(nats: &NatsServer, name: &str) -> ActorSystem {
+    let system = system_with(&["counter"]);
+    mote_tests::deploy_with_snapshots(&system, "sequence", "1", "sequence");
+    system
+        .join_cluster(config(nats, name))
+        .await
+        .unwrap_or_else(|e| panic!("node {name} joins: {}", mote_host::chain(&e)));
+    system
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_moves_to_another_node_under_streams_keeping_order_count_and_state() {
+    const PER_STREAM: u32 = 5_000;
+    let nats = NatsServer::start(&[]);
+    let a = movable_node(&nats, "a").await;
+    let b = movable_node(&nats, "b").await;
+    let c = movable_node(&nats, "c").await;
+    all_see(&[&a, &b, &c], 3).await;
+
+    // The checker lives on b; senders on a (neither end of the move), on b (the source) and
+    // on c (the target) each stream to it while it moves from b to c.
+    let mut probe = a.probe("moved").expect("probe");
+    let init = format!("check {} 3 {PER_STREAM}", probe_path("a", "moved"));
+    b.claim("/user/check").await.expect("claim");
+    let whole_streams = SpawnOptions {
+        mailbox_capacity: Some(3 * PER_STREAM as usize),
+        ..SpawnOptions::default()
+    };
+    let checker = b
+        .spawn_with("check", "sequence", init.as_bytes(), whole_streams)
+        .expect("checker");
+    for (stream, (node, system)) in [("a", &a), ("b", &b), ("c", &c)].into_iter().enumerate() {
+        let name = format!("send-{node}");
+        system.claim(&format!("/user/{name}")).await.expect("claim");
+        let init = format!("send /user/check {stream} {PER_STREAM}");
+        system
+            .spawn(&name, "sequence", init.as_bytes())
+            .expect("sender");
+    }
+    // Mid-stream: some arrived, not all.
+    wait_until(|| mote_tests::stats_of(&b, &checker).received >= 500).await;
+    let moved = b
+        .move_actor("/user/check", "c")
+        .await
+        .unwrap_or_else(|e| panic!("the move: {}", mote_host::chain(&e)));
+    assert_eq!(moved, checker, "the same address on the new node");
+
+    // Its count went with its memory: every message of every stream, none out of order.
+    let in_order = report_labelled(&mut probe, "in_order").await;
+    let out_of_order = report_labelled(&mut probe, "out_of_order").await;
+    assert_eq!(
+        (in_order.value, out_of_order.value),
+        (3 * u64::from(PER_STREAM), 0)
+    );
+    assert!(
+        c.tree().iter().any(|info| info.address == checker),
+        "it lives on c as the same incarnation"
+    );
+    assert!(
+        !b.tree()
+            .iter()
+            .any(|info| info.address.path == checker.path),
+        "and no longer on b"
+    );
+    for system in [a, b, c] {
+        system.shutdown().await.expect("shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_that_cannot_happen_is_refused_and_the_actor_serves_on() {
+    let nats = NatsServer::start(&[]);
+    let a = movable_node(&nats, "a").await;
+    let b = movable_node(&nats, "b").await;
+    all_see(&[&a, &b], 2).await;
+    a.claim("/user/count").await.expect("claim");
+    a.spawn("count", "counter", b"").expect("counter");
+    tell(&a, "/user/count", &Counter::Add(2));
+
+    let refused = a.move_actor("/user/count", "b").await;
+    assert!(
+        matches!(
+            refused,
+            Err(mote_host::MoveError::Image(
+                mote_host::ImageError::NotEnabled(_)
+            ))
+        ),
+        "a module without snapshots does not move: {refused:?}"
+    );
+    let refused = a.move_actor("/user/count", "nowhere").await;
+    assert!(
+        matches!(&refused, Err(mote_host::MoveError::UnknownNode(n)) if n == "nowhere"),
+        "{refused:?}"
+    );
+    let refused = a.move_actor("/user/count", "a").await;
+    assert!(
+        matches!(refused, Err(mote_host::MoveError::UnknownNode(_))),
+        "{refused:?}"
+    );
+    let refused = b.move_actor("/user/count", "a").await;
+    assert!(
+        matches!(refused, Err(mote_host::MoveError::NoActor(_))),
+        "{refused:?}"
+    );
+
+    tell(&a, "/user/count", &Counter::Add(3));
+    let value: Counter = ask_as(&b, "/user/count", &Counter::Get).await;
+    assert_eq!(
+        value,
+        Counter::Value(5),
+        "it served on, on a, with its state"
+    );
+    for system in [a, b] {
+        system.shutdown().await.expect("shutdown");
+    }
+}

@@ -105,8 +105,8 @@ pub use cluster::modules::{
     MODULE_DEPLOYED_KIND, MODULE_REFUSED_KIND, MODULES_TOPIC, ModuleSyncError,
 };
 pub use cluster::{
-    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND,
-    RemoteActor, cluster_tree,
+    CLUSTER_TOPIC, ClusterConfig, ClusterError, ClusterStats, MoveError, NODE_DOWN_KIND,
+    NODE_UP_KIND, RemoteActor, cluster_tree,
 };
 pub use config::HostConfig;
 pub use deploy::cache::ModuleStats;

@@ -78,6 +78,10 @@ impl Launcher {
 }
 
 impl Extensions for Launcher {
+    fn restorable(&self, image: &ActorImage) -> bool {
+        self.image_module(image).is_some()
+    }
+
     fn launch(&self, kernel: &Arc<Kernel>, request: SpawnRequest) -> Result<Spawned, SpawnError> {
         let SpawnRequest {
             path,

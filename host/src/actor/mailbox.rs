@@ -73,6 +73,9 @@ pub(crate) enum SystemMsg {
     Urgent,
     /// Capture the actor as an image between two messages, and answer with its bytes.
     Snapshot(tokio::sync::oneshot::Sender<Result<Vec<u8>, crate::sandbox::image::ImageError>>),
+    /// Capture the actor between two messages for a move to another node, then stay or go
+    /// as the mover decides (see `actor::departure`).
+    Depart(super::departure::Departure),
 }
 
 /// A request to run another version of the actor's module (see `deploy::upgrade`).

@@ -4,6 +4,7 @@
 
 pub(crate) mod cell;
 pub(crate) mod core;
+pub(crate) mod departure;
 pub(crate) mod image;
 pub(crate) mod instance;
 pub(crate) mod lane;

@@ -3,8 +3,8 @@
 //! spawns of children asked for by their parent's node.
 //!
 //! Invariants: a frame is delivered here or dead-lettered here, never routed onwards (but for
-//! an entity whose lease another node holds: one hop, to that node); an address that does not
-//! parse is counted as malformed and dropped.
+//! an entity whose lease another node holds, or an actor that moved away from here: one hop,
+//! to that node); an address that does not parse is counted as malformed and dropped.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -16,26 +16,35 @@ use super::wire::{self, Frame, Signal};
 use crate::actor::mailbox::{SystemMsg, UserMsg};
 use crate::address::{ActorPath, Address};
 use crate::kernel::deadletters::DeadLetterReason;
-use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
+use crate::kernel::spawn::{Limits, SpawnRequest};
 use crate::kernel::{Kernel, TERMINATED_KIND};
-use crate::quota::Quotas;
 
 impl Cluster {
-    /// Handles one frame from another node.
-    pub(super) fn inbound(&self, kernel: &Arc<Kernel>, frame: Frame) {
+    /// Handles one frame from the node `from`.
+    pub(super) fn inbound(&self, kernel: &Arc<Kernel>, from: &str, frame: Frame) {
         let me = self.me.as_str();
         match frame {
             Frame::Deliver {
                 path,
                 incarnation,
                 msg,
-            } => self.deliver(kernel, &path, incarnation, msg, None),
+            } => self.deliver(kernel, from, &path, incarnation, msg, None),
             Frame::DeliverDurable {
                 path,
                 incarnation,
                 msg,
                 receipt,
-            } => self.deliver(kernel, &path, incarnation, msg, Some(&receipt)),
+            } => self.deliver(kernel, from, &path, incarnation, msg, Some(&receipt)),
+            Frame::Adopt {
+                path,
+                incarnation,
+                image,
+                limits,
+            } => self.adopt(kernel, from, path, incarnation, image, limits),
+            Frame::Adopted { path, refused } => self.adopted(&path, refused),
+            Frame::MoveAborted { path } => self.move_aborted(kernel, &path),
+            Frame::Fence { path } => self.fence(kernel, from, &path),
+            Frame::Fenced { path, node } => self.fenced(&path, &node),
             Frame::Watch { watcher, target } => {
                 let (Some(watcher), Some(target)) = (
                     wire::parse_address(&watcher, me),
@@ -92,6 +101,7 @@ impl Cluster {
     fn deliver(
         &self,
         kernel: &Arc<Kernel>,
+        from: &str,
         path: &str,
         incarnation: Option<u64>,
         msg: wire::Msg,
@@ -113,6 +123,19 @@ impl Cluster {
                 incarnation: incarnation.unwrap_or(0),
             };
             self.watches.remove(&watcher, target);
+        }
+        // An actor on its way here takes it once it arrives; one that left goes on (one hop).
+        let envelope = match self.moves.hold(path, from, envelope) {
+            Ok(()) => return,
+            Err(envelope) => envelope,
+        };
+        if let Some(to) = self.moves.departed(path)
+            && !kernel.registry.with(path, |a| a.is_some())
+        {
+            if let Some(u) = self.forward(kernel, &to, path, incarnation, envelope) {
+                kernel.dead_letter(u.envelope, u.target, u.reason);
+            }
+            return;
         }
         // An entity with no live activation here waits for its lease; anything else is
         // delivered (the kind check first: it spares the registry's lock).
@@ -199,17 +222,7 @@ impl Cluster {
             path: path.clone(),
             incarnation,
         };
-        let options = SpawnOptions {
-            mailbox_capacity: usize::try_from(limits.mailbox_capacity).ok(),
-            mailbox_bytes: usize::try_from(limits.mailbox_bytes).ok(),
-            memory_limit: usize::try_from(limits.memory).ok(),
-            cpu_deadline: Some(Duration::from_millis(limits.cpu_deadline_ms)),
-            quotas: Some(Quotas {
-                descendants: usize::try_from(limits.descendants).unwrap_or(usize::MAX),
-                ..kernel.config.quotas
-            }),
-            hibernate_after: None,
-        };
+        let options = limits.options(&kernel.config);
         let request = SpawnRequest {
             path,
             module,

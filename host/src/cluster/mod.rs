@@ -12,6 +12,7 @@
 //! KV mote-<cluster>-leases     entity path -> node holding its activation
 //! KV mote-<cluster>-versions   module name and version -> content hash ([`modules`])
 //! objects mote-<cluster>-modules  content hash -> a module's bytes
+//! objects mote-<cluster>-images   the image of an actor on its way to another node ([`moves`])
 //! ```
 //!
 //! Invariants:
@@ -32,6 +33,7 @@ mod inbound;
 mod leases;
 mod members;
 pub(crate) mod modules;
+mod moves;
 mod node;
 mod outside;
 mod proxy;
@@ -46,6 +48,7 @@ use std::sync::Arc;
 
 pub use self::config::{ClusterConfig, ClusterError};
 pub(crate) use self::config::{connect_nats, is_name};
+pub use self::moves::MoveError;
 pub(crate) use self::node::Cluster;
 use self::node::Opened;
 pub use self::node::{CLUSTER_TOPIC, ClusterStats, NODE_DOWN_KIND, NODE_UP_KIND};

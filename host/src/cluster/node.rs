@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
-use async_nats::jetstream::kv;
+use async_nats::jetstream::{kv, object_store};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
@@ -15,6 +15,7 @@ use super::config::{ClusterConfig, ClusterError};
 use super::config::{Names, bucket, check_name, connect};
 use super::leases::{Admit, Leases};
 use super::members::{self, Members};
+use super::moves::Moves;
 use super::outside::RemoteActor;
 use super::proxy::{self, Proxies};
 use super::routes::{self, Routes};
@@ -105,6 +106,10 @@ pub(crate) struct Cluster {
     pub(super) leases: Leases,
     /// Stand-ins of children spawned on other nodes.
     pub(super) proxies: Proxies,
+    /// Actors moving out of and into this node.
+    pub(super) moves: Moves,
+    /// Images of actors on their way to another node.
+    pub(super) images: object_store::ObjectStore,
     pub(super) out: mpsc::Sender<Outgoing>,
     pub(super) kernel: Weak<Kernel>,
     /// This cluster itself, for the tasks it starts.
@@ -136,6 +141,18 @@ impl Cluster {
         let js = async_nats::jetstream::new(client.clone());
         let paths = bucket(&js, names.bucket("paths")).await?;
         let leases_kv = bucket(&js, names.bucket("leases")).await?;
+        let images_name = names.bucket("images");
+        let images = match js.get_object_store(&images_name).await {
+            Ok(store) => store,
+            Err(_) => js
+                .create_object_store(object_store::Config {
+                    bucket: images_name,
+                    description: Some("Mote: images of actors moving between nodes".to_owned()),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| ClusterError::jetstream("opening the image store", e))?,
+        };
         let session = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -190,6 +207,8 @@ impl Cluster {
             watches: Watches::default(),
             leases: Leases::default(),
             proxies: Proxies::default(),
+            moves: Moves::default(),
+            images,
             out,
             kernel: Arc::downgrade(kernel),
             caps,
@@ -283,7 +302,21 @@ impl Cluster {
 
     /// Forwards what a stand-in got to its child on `node`.
     pub(super) fn forward_user(&self, node: &str, child: &Address, msg: UserMsg) {
-        let frame = match msg {
+        let frame = self.user_frame(child, msg);
+        self.send(node, frame);
+    }
+
+    /// Queues `frame` for `node`, waiting while the link is full; false if it is closed.
+    pub(super) async fn send_waiting(&self, node: &str, frame: Frame) -> bool {
+        self.out
+            .send(Outgoing::Frame(node.to_owned(), frame))
+            .await
+            .is_ok()
+    }
+
+    /// The frame that takes a user message (or poison pill) to `child` on another node.
+    pub(super) fn user_frame(&self, child: &Address, msg: UserMsg) -> Frame {
+        match msg {
             UserMsg::Message(mut envelope) => match self.kernel() {
                 Some(kernel) => {
                     let path = child.path.to_string();
@@ -307,8 +340,7 @@ impl Cluster {
                 to: wire::address(child, &self.me),
                 signal: Signal::PoisonPill,
             },
-        };
-        self.send(node, frame);
+        }
     }
 
     /// This node's name.
@@ -640,6 +672,7 @@ impl Cluster {
         }
         self.leases.node_down(node);
         self.proxies.node_down(node);
+        self.moves_node_down(node);
         self.announce(kernel, CLUSTER_TOPIC, NODE_DOWN_KIND, node);
     }
 

@@ -171,6 +171,12 @@ pub(crate) async fn stand_in<T: Through>(
                         )));
                         continue;
                     }
+                    SystemMsg::Depart(departure) => {
+                        let _ = departure.image.send(Err(crate::sandbox::image::ImageError::Uncapturable(
+                            format!("{child} runs on node {node}: move it from there"),
+                        )));
+                        continue;
+                    }
                     SystemMsg::Urgent => {
                         while let Ok(msg) = mailbox.try_next() {
                             cluster.forward_user(&node, &child, msg);

@@ -88,13 +88,7 @@ impl Remote for Cluster {
             incarnation: child.incarnation,
             module: request.module,
             init: request.init,
-            limits: wire::Limits {
-                mailbox_capacity: limits.mailbox_capacity as u64,
-                mailbox_bytes: limits.mailbox_bytes as u64,
-                memory: limits.memory as u64,
-                cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
-                descendants: limits.quotas.descendants as u64,
-            },
+            limits: wire::Limits::of(limits),
         });
         let ended = self.proxies.add(node, &child);
         if !self.send(node, frame) {
@@ -124,6 +118,15 @@ impl Remote for Cluster {
         incarnation: Option<u64>,
         envelope: Envelope,
     ) -> Result<Option<Undelivered>, Envelope> {
+        // An actor on its way here takes it once it arrives; if it arrived meanwhile, it
+        // takes it now.
+        let envelope = match self.moves.hold(path, &self.me, envelope) {
+            Ok(()) => return Ok(None),
+            Err(envelope) => envelope,
+        };
+        if kernel.registry.with(path, |a| a.is_some()) {
+            return Ok(kernel.deliver_here(path, incarnation, envelope));
+        }
         let node = match self.whose(path) {
             Whose::Qualified { node, local } if node == self.me => {
                 return Ok(kernel.deliver_here(local, incarnation, envelope));
@@ -131,6 +134,16 @@ impl Remote for Cluster {
             Whose::Qualified { node, .. } => node.to_owned(),
             Whose::Entity(node) if node == self.me => {
                 return self.entity(kernel, path, incarnation, envelope);
+            }
+            Whose::Node(_) if self.proxies.node_of(path).is_none() => {
+                // By the claim: queued under the routes' lock, so a fence this node sends when
+                // the claim changes (a move) follows it.
+                return self.routes.with_owner(path, |owner| match owner {
+                    Some(node) if node != self.me => {
+                        Ok(self.forward(kernel, node, path, incarnation, envelope))
+                    }
+                    _ => Err(envelope),
+                });
             }
             Whose::Entity(node) | Whose::Node(node) if node != self.me => node,
             _ => return Err(envelope),
@@ -193,11 +206,14 @@ impl Remote for Cluster {
     }
 
     fn backlog(&self, path: &str) -> Vec<Envelope> {
-        self.leases
-            .backlog(path)
-            .into_iter()
-            .map(|(_, envelope)| envelope)
-            .collect()
+        let mut waiting = self.moves.backlog(path);
+        waiting.extend(
+            self.leases
+                .backlog(path)
+                .into_iter()
+                .map(|(_, envelope)| envelope),
+        );
+        waiting
     }
 
     fn publish(&self, topic: &str, envelope: &Envelope) -> u32 {

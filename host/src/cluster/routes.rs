@@ -27,9 +27,31 @@ impl Routes {
             .cloned()
     }
 
+    /// Runs `f` with the owner of `path`'s top-level name under the read lock: what `f`
+    /// queues goes before anything [`Routes::change`] queues for a change of that owner.
+    pub(crate) fn with_owner<R>(&self, path: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
+        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
+        f(top_level(path)
+            .and_then(|top| owners.get(top))
+            .map(String::as_str))
+    }
+
     /// Records a claim (or its removal, with `None`) seen in the store.
     pub(crate) fn set(&self, name: String, node: Option<String>) {
+        self.change(name, node, |_| {});
+    }
+
+    /// Records a claim's change, running `before` with the previous owner under the write
+    /// lock, before the change is seen: what it queues goes after anything queued under
+    /// [`Routes::with_owner`] for the old owner.
+    pub(crate) fn change(
+        &self,
+        name: String,
+        node: Option<String>,
+        before: impl FnOnce(Option<&str>),
+    ) {
         let mut owners = self.owners.write().unwrap_or_else(|p| p.into_inner());
+        before(owners.get(&name).map(String::as_str));
         match node {
             Some(node) => owners.insert(name, node),
             None => owners.remove(&name),

@@ -50,9 +50,11 @@ async fn publish(cluster: &Cluster, batches: &mut Vec<(String, Vec<Frame>)>) {
     for (node, frames) in batches.drain(..) {
         let count = frames.len() as u64;
         let payload = wire::encode(&frames);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(wire::FROM_HEADER, cluster.me.as_str());
         match cluster
             .client
-            .publish(cluster.names.to(&node), payload.into())
+            .publish_with_headers(cluster.names.to(&node), headers, payload.into())
             .await
         {
             Ok(()) => {
@@ -71,13 +73,20 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
         let Some(kernel) = cluster.kernel.upgrade() else {
             return;
         };
+        // The node that sent the batch (one link per pair: what it sent, in order).
+        let from = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(wire::FROM_HEADER))
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
         match wire::decode::<Vec<Frame>>(&message.payload) {
             Ok(frames) => {
                 cluster
                     .received
                     .fetch_add(frames.len() as u64, Ordering::Relaxed);
                 for frame in frames {
-                    cluster.inbound(&kernel, frame);
+                    cluster.inbound(&kernel, &from, frame);
                 }
             }
             Err(e) => {
@@ -192,6 +201,18 @@ pub(super) async fn follow_claims(cluster: Arc<Cluster>, mut claims: kv::Watch) 
         };
         let node = (entry.operation == kv::Operation::Put)
             .then(|| String::from_utf8_lossy(&entry.value).into_owned());
-        cluster.routes.set(name, node);
+        // A name that changed hands between live nodes (a move): the old owner gets this
+        // node's fence after everything this node routed to it.
+        let path = format!("/user/{name}");
+        let new = node.clone();
+        cluster.routes.change(name, node, |old| {
+            if let (Some(old), Some(new)) = (old, new.as_deref())
+                && old != new
+                && old != cluster.me
+                && cluster.members.is_live(old)
+            {
+                cluster.send(old, Frame::Fence { path });
+            }
+        });
     }
 }

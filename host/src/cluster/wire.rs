@@ -16,6 +16,9 @@ use crate::address::{ActorPath, Address};
 use crate::message::{Envelope, StopReason};
 use crate::trace::parent::TraceParent;
 
+/// The NATS header naming the node that published a batch of frames.
+pub(crate) const FROM_HEADER: &str = "Mote-From";
+
 /// Where other nodes' `/system` paths are written: `/system/nodes/<node>/<its path>`.
 pub(crate) const NODES_PREFIX: &str = "/system/nodes/";
 
@@ -67,6 +70,26 @@ pub(crate) enum Frame {
         msg: Msg,
         receipt: Vec<u8>,
     },
+    /// Take over the actor at `path` from the sending node (a move); its image is in the
+    /// cluster's image store under `image`. Answered with [`Frame::Adopted`].
+    Adopt {
+        path: String,
+        incarnation: u64,
+        image: String,
+        limits: Limits,
+    },
+    /// Ready to take over the actor at `path`, or why not.
+    Adopted {
+        path: String,
+        refused: Option<String>,
+    },
+    /// The move of the actor at `path` to the receiving node did not happen.
+    MoveAborted { path: String },
+    /// The sending node routes `path` to its new owner from now on (sent to the old owner,
+    /// after everything the sender sent it for `path`).
+    Fence { path: String },
+    /// Everything `node` sent the sending node for `path` has been forwarded before this.
+    Fenced { path: String, node: String },
 }
 
 /// A child of `parent` (an actor of the sending node) to spawn at `path`, as `incarnation`.
@@ -88,6 +111,37 @@ pub(crate) struct Limits {
     pub(crate) memory: u64,
     pub(crate) cpu_deadline_ms: u64,
     pub(crate) descendants: u64,
+}
+
+impl Limits {
+    /// An actor's limits as they cross.
+    pub(crate) fn of(limits: &crate::kernel::spawn::Limits) -> Limits {
+        Limits {
+            mailbox_capacity: limits.mailbox_capacity as u64,
+            mailbox_bytes: limits.mailbox_bytes as u64,
+            memory: limits.memory as u64,
+            cpu_deadline_ms: u64::try_from(limits.cpu_deadline.as_millis()).unwrap_or(u64::MAX),
+            descendants: limits.quotas.descendants as u64,
+        }
+    }
+
+    /// The spawn options that give an actor these limits here (within this host's).
+    pub(crate) fn options(
+        &self,
+        config: &crate::config::HostConfig,
+    ) -> crate::kernel::spawn::SpawnOptions {
+        crate::kernel::spawn::SpawnOptions {
+            mailbox_capacity: usize::try_from(self.mailbox_capacity).ok(),
+            mailbox_bytes: usize::try_from(self.mailbox_bytes).ok(),
+            memory_limit: usize::try_from(self.memory).ok(),
+            cpu_deadline: Some(std::time::Duration::from_millis(self.cpu_deadline_ms)),
+            quotas: Some(crate::quota::Quotas {
+                descendants: usize::try_from(self.descendants).unwrap_or(usize::MAX),
+                ..config.quotas
+            }),
+            hibernate_after: None,
+        }
+    }
 }
 
 /// What crosses between a parent and its child on two nodes.

@@ -60,6 +60,11 @@ pub(crate) trait Extensions: Send + Sync + 'static {
     /// Messages that wait for a new actor at `path` (recovered after a restart of the host).
     fn backlog(&self, kernel: &Arc<Kernel>, path: &str) -> Vec<Envelope>;
 
+    /// Whether the module version `image` was taken from is deployed here as it was.
+    fn restorable(&self, _image: &crate::actor::image::ActorImage) -> bool {
+        false
+    }
+
     /// Takes back what [`Extensions::backlog`] handed out for a spawn that lost its path.
     fn return_backlog(&self, path: &str, messages: Vec<Envelope>);
 
@@ -155,6 +160,11 @@ impl Kernel {
         if self.extensions.set(extensions).is_err() {
             tracing::error!("the kernel's extensions were plugged in twice; kept the first");
         }
+    }
+
+    /// Whether the module version of `image` is deployed here as it was taken.
+    pub(crate) fn restorable(&self, image: &crate::actor::image::ActorImage) -> bool {
+        self.ext().is_some_and(|ext| ext.restorable(image))
     }
 
     fn ext(&self) -> Option<&Arc<dyn Extensions>> {

@@ -330,6 +330,15 @@ impl ActorSystem {
         }
     }
 
+    /// Moves the top-level actor at `path` of this node to the node `to`, live: it continues
+    /// there with its memory, mailbox and incarnation (its module deployed with snapshots),
+    /// and messages sent meanwhile reach it there, in order. Returns its address (the same).
+    /// A refused or failed move leaves it serving on here.
+    pub async fn move_actor(&self, path: &str, to: &str) -> Result<Address, cluster::MoveError> {
+        let cluster = self.cluster.get().ok_or(cluster::MoveError::NotClustered)?;
+        cluster.move_out(&self.kernel, path, to).await
+    }
+
     /// This node's name in its cluster, if it has joined one.
     pub fn node(&self) -> Option<&str> {
         self.cluster.get().map(|c| c.node())

@@ -145,6 +145,14 @@ impl Cell {
                         "the actor has failed and waits for its supervisor".into(),
                     )));
                 }
+                SystemMsg::Depart(departure) => {
+                    let _ =
+                        departure
+                            .image
+                            .send(Err(crate::sandbox::image::ImageError::Uncapturable(
+                                "the actor has failed and waits for its supervisor".into(),
+                            )));
+                }
                 SystemMsg::Watch(_)
                 | SystemMsg::Unwatch(_)
                 | SystemMsg::Deactivate

@@ -20,6 +20,7 @@
 //! This module holds the lifecycle; `failure` holds how a cell handles failures, its own and its
 //! children's, and `swap` the hot swap of one actor.
 
+mod depart;
 mod failure;
 mod hibernate;
 mod swap;
@@ -112,6 +113,8 @@ enum Exit {
     Failed(Failure),
     /// Its parent restarts it (all-for-one): no question asked.
     Restart { cause: String, delay: Duration },
+    /// It leaves this node (a move): handed over through this, not terminated.
+    Departed(tokio::sync::oneshot::Sender<super::departure::Handover>),
 }
 
 /// The parent's answer to a failure.
@@ -155,6 +158,8 @@ struct Cell {
     _reservation: Option<Reservation>,
     /// The image to restore the first instance from.
     restoring: Option<Restoring>,
+    /// Set when it leaves this node: handed over there instead of terminated.
+    departing: Option<tokio::sync::oneshot::Sender<super::departure::Handover>>,
 }
 
 async fn run(spec: CellSpec) {
@@ -185,8 +190,13 @@ async fn run(spec: CellSpec) {
         passivated: false,
         active: true,
         restoring: spec.restoring,
+        departing: None,
     };
     let reason = cell.live().await;
+    if let Some(to) = cell.departing.take() {
+        Box::pin(cell.hand_over(to)).await;
+        return;
+    }
     Box::pin(cell.terminate(reason)).await;
 }
 
@@ -238,6 +248,10 @@ impl Cell {
             };
             let (cause, delay) = match exit {
                 Exit::Stop(reason) => return reason,
+                Exit::Departed(to) => {
+                    self.departing = Some(to);
+                    return StopReason::Normal;
+                }
                 Exit::Restart { cause, delay } => (cause, delay),
                 Exit::Failed(failure) => {
                     let error = failure.to_string();
@@ -654,6 +668,7 @@ impl Cell {
                 let _ = answer.send(self.capture().map(|image| image.encode()));
                 None
             }
+            SystemMsg::Depart(departure) => Box::pin(self.depart(departure)).await,
             // Kept by `track`.
             SystemMsg::Watch(_)
             | SystemMsg::Unwatch(_)
