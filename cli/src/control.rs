@@ -83,6 +83,11 @@ pub(crate) enum Request {
         file: PathBuf,
         at: Option<String>,
     },
+    /// Move the top-level actor at `path` of this node to the node `to`, live.
+    Move {
+        path: String,
+        to: String,
+    },
 }
 
 /// What a `snapshot` wrote, or a `restore` read.
@@ -276,6 +281,9 @@ pub(crate) struct Response {
     pub(crate) deployed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<ImageSummary>,
+    /// The address of an actor that moved (a `move`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) moved: Option<String>,
     /// Set on a line that reports long work while a `deploy` or `upgrade` runs; the answer
     /// follows on a line of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -551,6 +559,10 @@ async fn handle(system: &Arc<ActorSystem>, request: Request) -> anyhow::Result<R
                 pages_compressed: info.pages_compressed,
                 actor: Some(address.to_string()),
             });
+        }
+        Request::Move { path, to } => {
+            let address = system.move_actor(&path, &to).await?;
+            response.moved = Some(address.to_string());
         }
     }
     Ok(response)

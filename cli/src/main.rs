@@ -241,6 +241,19 @@ enum Command {
         #[arg(long, default_value = control::DEFAULT_SOCKET)]
         control: PathBuf,
     },
+    /// Move a top-level actor of a running cluster node to another node, live: it continues
+    /// there with its memory, mailbox and incarnation (its module deployed with
+    /// `snapshot = true`); senders need not know.
+    Move {
+        /// The actor's path (`/user/<name>`), on the node behind `--control`.
+        path: String,
+        /// The node it moves to.
+        #[arg(long)]
+        to: String,
+        /// The control socket of the node it runs on.
+        #[arg(long, default_value = control::DEFAULT_SOCKET)]
+        control: PathBuf,
+    },
     /// Replay a durable actor from the database up to an event, in a sandbox that releases
     /// nothing and never writes the file, and print what it recovered (and its reply to --ask).
     /// A host that has the file open must be stopped first.
@@ -617,6 +630,18 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
                     image.pages_compressed
                 );
             }
+            Ok(())
+        }
+        Command::Move { path, to, control } => {
+            let request = control::Request::Move {
+                path: path.clone(),
+                to: to.clone(),
+            };
+            let response = control::request(&control, &request).await?;
+            println!(
+                "{} moved to node {to}",
+                response.moved.as_deref().unwrap_or(&path)
+            );
             Ok(())
         }
         Command::Restore { image, at, control } => {

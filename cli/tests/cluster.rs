@@ -53,6 +53,11 @@ path = {entity:?}
 name = "sequence"
 path = {sequence:?}
 
+[[module]]
+name = "mover"
+path = {counter:?}
+snapshot = true
+
 [[entity]]
 kind = "carts"
 module = "entity"
@@ -66,6 +71,11 @@ node = "b"
 path = "/user/victim"
 module = "counter"
 node = "b"
+
+[[actor]]
+path = "/user/mover"
+module = "mover"
+node = "a"
 
 [[actor]]
 path = "/user/watcher"
@@ -164,6 +174,39 @@ node = "a"
         "{}",
         String::from_utf8_lossy(&asked.stderr)
     );
+
+    // mote move: a counter of a continues on c with its count and address.
+    tell(&t, "/user/mover", &Counter::Add(4));
+    let value: Counter = ask_as(&t, "/user/mover", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(4));
+    let (_, before) = find(&nats, "/user/mover").await;
+    let moved = Command::new(env!("CARGO_BIN_EXE_mote"))
+        .args(["move", "/user/mover", "--to", "c", "--control"])
+        .arg(&a.socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&moved.stdout);
+    assert!(
+        moved.status.success() && said.contains("moved to node c"),
+        "{said}{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    tell(&t, "/user/mover", &Counter::Add(1));
+    let value: Counter = ask_as(&t, "/user/mover", &Counter::Get).await;
+    assert_eq!(value, Counter::Value(5), "its count went with it");
+    // The source frees the path once it has forwarded what it held: then only c lists it.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let (node, incarnation) = find(&nats, "/user/mover").await;
+        if node == "c" {
+            assert_eq!(incarnation, before, "the same incarnation");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/user/mover is still listed on {node}"
+        );
+    }
 
     // The watcher on a watches the victim on b; entities spread over a, b and c.
     let (node, victim) = find(&nats, "/user/victim").await;
