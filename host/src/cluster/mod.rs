@@ -34,6 +34,7 @@ mod leases;
 mod members;
 pub(crate) mod modules;
 mod moves;
+mod moving;
 mod node;
 mod outside;
 mod proxy;
