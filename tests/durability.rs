@@ -1,11 +1,14 @@
 //! Persistent state in JetStream (`[storage] backend = "jetstream"`) on a real nats-server:
 //! a durable actor's state follows it to another host, one persistence id has one live writer,
-//! and a durable chain across two nodes counts every message exactly once. The kill -9 and
+//! a durable chain across two nodes counts every message exactly once, and an entity
+//! passivated as an image wakes with its in-memory state on another host. The kill -9 and
 //! SIGSTOP tests of node processes are in `cli/tests/durability.rs`.
 
 use std::time::Duration;
 
-use mote_example_protocol::{Journal, JournalState, Ledger, LedgerState, Remind};
+use mote_example_protocol::{
+    Journal, JournalState, Ledger, LedgerState, Remind, Versioned, VersionedState,
+};
 use mote_host::{ActorSystem, ClusterConfig, EntityOptions, HostConfig, StoreConfig};
 use mote_tests::nats::NatsServer;
 use mote_tests::{
@@ -182,4 +185,58 @@ async fn a_reminder_due_while_its_node_is_gone_fires_on_another_node() {
     );
     survivor.shutdown().await.unwrap();
     t.shutdown().await.ok();
+}
+
+/// The image of an entity passivated as an image goes to the JetStream store, not a host's
+/// file: another host, with a database file of its own, wakes the entity with its in-memory
+/// state (no persistence code) and takes the image, so a third wakes it afresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entity_passivated_as_an_image_wakes_with_its_state_on_another_host() {
+    let nats = NatsServer::start(&[]);
+    let dir = TempDir::new("images");
+    let options = |after| EntityOptions {
+        passivate_after: Some(after),
+        ..EntityOptions::default()
+    };
+    let versioned = |system: &ActorSystem| {
+        mote_tests::deploy_with_snapshots(system, "versioned", "1", "versioned_v1");
+    };
+    let state = async |system: &ActorSystem| -> VersionedState {
+        ask_as(system, "/user/counters/7", &Versioned::Get).await
+    };
+    {
+        let a = host(&nats, &dir, "a", &[]);
+        versioned(&a);
+        a.register_entity("counters", "versioned", options(Duration::from_millis(100)))
+            .unwrap();
+        for n in 0..30 {
+            tell(&a, "/user/counters/7", &Versioned::Add { stream: 0, n });
+        }
+        assert_eq!(state(&a).await.count, 30);
+        let first = a.lookup("/user/counters/7").expect("live");
+        wait_until(|| a.lookup("/user/counters/7").is_none()).await;
+        mote_tests::terminated(&a, &first).await;
+        a.shutdown().await.unwrap();
+    }
+    let b = host(&nats, &dir, "b", &[]);
+    versioned(&b);
+    b.register_entity("counters", "versioned", options(Duration::from_secs(60)))
+        .unwrap();
+    let back = state(&b).await;
+    assert_eq!(
+        (back.count, back.sum, back.out_of_order),
+        (30, 29 * 30 / 2, 0),
+        "woken on b from the image a stored"
+    );
+    b.shutdown().await.unwrap();
+    let c = host(&nats, &dir, "c", &[]);
+    versioned(&c);
+    c.register_entity("counters", "versioned", options(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(
+        state(&c).await.count,
+        0,
+        "b took the image: c wakes the entity afresh"
+    );
+    c.shutdown().await.unwrap();
 }

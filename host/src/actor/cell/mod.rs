@@ -40,6 +40,7 @@ use super::step;
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::capability::Origin;
+use crate::caps::persistence::backend::StorageError;
 use crate::caps::persistence::images::Images;
 use crate::caps::{ActorState, Caps, States};
 use crate::deploy::modules::{Module, Modules};
@@ -49,7 +50,6 @@ use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::image::ImageError;
 use crate::sched::Scheduler;
-use crate::storage::database::DatabaseError;
 use crate::trace;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
@@ -460,7 +460,7 @@ impl Cell {
     fn on_images<T, F>(&self, job: F) -> impl Future<Output = Result<T, String>> + use<T, F>
     where
         T: Send + 'static,
-        F: FnOnce(&Images) -> Result<T, DatabaseError> + Send + 'static,
+        F: FnOnce(&Images) -> Result<T, StorageError> + Send + 'static,
     {
         let caps = self.caps.clone();
         let running = self

@@ -182,6 +182,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// `writer`'s incarnation, the writer of `pid`, has ended.
     fn released(&self, _pid: &str, _writer: &Address) {}
 
+    /// Stores the image of the actor at `path` (passivated as an image) until it is taken,
+    /// replacing any before it.
+    fn put_image(&self, path: &str, image: &[u8]) -> Result<(), StorageError>;
+
+    /// Takes (reads and removes) the image stored for `path`, if any.
+    fn take_image(&self, path: &str) -> Result<Option<Vec<u8>>, StorageError>;
+
     /// Resolves once everything handed over is durable.
     fn flush(&self) -> Flushed<'_>;
 

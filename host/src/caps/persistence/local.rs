@@ -27,6 +27,8 @@ use crate::storage::database::Database;
 
 /// The host's redb file as a store.
 pub(crate) struct Local {
+    /// The file, for the images of passivated actors (table `images`).
+    db: Arc<Database>,
     journal: Arc<Journal>,
     committer: Arc<Committer>,
     /// What the file held unacknowledged at open, until taken.
@@ -49,6 +51,7 @@ impl Local {
         };
         let committer = Arc::new(Committer::start(db.clone(), group_commit, finish));
         Ok(Local {
+            db: db.clone(),
             journal,
             committer,
             backlog: Mutex::new(Some(backlog)),
@@ -69,6 +72,14 @@ impl Local {
 impl Backend for Local {
     fn name(&self) -> &'static str {
         "redb"
+    }
+
+    fn put_image(&self, path: &str, image: &[u8]) -> Result<(), StorageError> {
+        Ok(super::images::put_redb(&self.db, path, image)?)
+    }
+
+    fn take_image(&self, path: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(super::images::take_redb(&self.db, path)?)
     }
 
     fn backlog(&self) -> Result<Backlog, StorageError> {

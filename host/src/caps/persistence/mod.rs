@@ -247,10 +247,15 @@ impl Capability for Persistence {
             }
             (None, None) => Store::Volatile,
         };
+        // Passivated images go where the state goes.
+        let images = images::Images::new(match &store {
+            Store::Durable(store) => Some(store.clone()),
+            _ => None,
+        });
         Ok(Persistence {
             store,
             parking,
-            entities: Arc::new(Entities::new(images::Images::new(env.database.cloned()))),
+            entities: Arc::new(Entities::new(images)),
             reminders: Reminders::default(),
             claims: Mutex::default(),
             max_state_bytes: env.config.max_state_bytes,

@@ -10,6 +10,7 @@
 //! KV mote-<n>-writers          token -> {"node": .., "epoch": ..}: the id's writer lease
 //! KV mote-<n>-alive            node -> epoch, gone `lease` after its last renewal
 //! KV mote-<n>-reminders        token -> the id's next reminder: due (ms, big-endian) + path
+//! objects mote-<n>-passivated  path -> the image of an actor passivated as an image ([`images`])
 //! ```
 //!
 //! Invariants:
@@ -38,6 +39,7 @@
 //!   [`Log::stop`].
 
 mod acks;
+mod images;
 pub(crate) mod records;
 mod reminders;
 mod writers;
@@ -298,6 +300,8 @@ struct Inner {
     writers: kv::Store,
     /// KV `mote-<n>-alive`: every node's liveness key.
     alive: kv::Store,
+    /// Objects `mote-<n>-passivated`: images of passivated actors.
+    images: async_nats::jetstream::object_store::ObjectStore,
     /// This node's liveness key and its renewal task.
     liveness: writers::Liveness,
     /// Counts the read consumers, to name them.
@@ -349,6 +353,7 @@ impl Log {
         let reminders = open_bucket(&js, names.bucket("reminders"), &config).await?;
         let writers = open_bucket(&js, names.bucket("writers"), &config).await?;
         let alive = writers::open_alive(&js, names.bucket("alive"), &config).await?;
+        let images = images::open(&js, names.bucket("passivated"), config.replicas).await?;
         let epoch = epoch();
         let liveness = writers::Liveness::start(alive.clone(), &config, epoch).await?;
         tracing::info!(
@@ -369,6 +374,7 @@ impl Log {
                 reminders,
                 writers,
                 alive,
+                images,
                 liveness,
                 reads: AtomicU64::new(0),
                 counters: Counters::default(),

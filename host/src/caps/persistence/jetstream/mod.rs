@@ -1138,6 +1138,28 @@ impl Backend for JetStream {
         })
     }
 
+    fn put_image(&self, path: &str, image: &[u8]) -> Result<(), StorageError> {
+        let shared = self.shared.clone();
+        let (path, image) = (path.to_owned(), image.to_vec());
+        self.block("store an image", async move {
+            let log = shared.log().await?;
+            log.put_image(&path, &image)
+                .await
+                .map_err(|e| remote("store an image")(Box::new(e)))
+        })
+    }
+
+    fn take_image(&self, path: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        let shared = self.shared.clone();
+        let path = path.to_owned();
+        self.block("take an image", async move {
+            let log = shared.log().await?;
+            log.take_image(&path)
+                .await
+                .map_err(|e| remote("take an image")(Box::new(e)))
+        })
+    }
+
     fn close(&self) {
         // The node's liveness goes with it, so its leases can be taken at once.
         if let Some(log) = self.shared.opened() {
