@@ -163,6 +163,11 @@ pub(crate) async fn run(
             tracing::info!(path = %actor.path, node, "runs on another node");
             continue;
         }
+        if system.lookup(actor.path.as_str()).is_some() {
+            // Restored at the join: a move to this node that its last run did not finish.
+            tracing::info!(path = %actor.path, "runs here already, restored from a move");
+            continue;
+        }
         match system.claim(actor.path.as_str()).await {
             Ok(()) => {}
             Err(ClusterError::Claimed { node, .. }) => {

@@ -9,5 +9,6 @@ mod cluster;
 mod crash;
 mod dashboard;
 mod durability;
+mod moves;
 mod replay;
 mod traces;

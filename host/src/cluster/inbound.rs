@@ -45,6 +45,7 @@ impl Cluster {
             Frame::MoveAborted { path } => self.move_aborted(kernel, &path),
             Frame::Fence { path } => self.fence(kernel, from, &path),
             Frame::Fenced { path, node } => self.fenced(&path, &node),
+            Frame::MoveSettled { path } => self.move_settled(&path),
             Frame::Watch { watcher, target } => {
                 let (Some(watcher), Some(target)) = (
                     wire::parse_address(&watcher, me),

@@ -13,6 +13,7 @@
 //! KV mote-<cluster>-versions   module name and version -> content hash ([`modules`])
 //! objects mote-<cluster>-modules  content hash -> a module's bytes
 //! objects mote-<cluster>-images   the image of an actor on its way to another node ([`moves`])
+//! KV mote-<cluster>-moves      image key -> the record of a move under way ([`moves`])
 //! ```
 //!
 //! Invariants:
@@ -29,6 +30,7 @@
 //!   local store it is at most once: its receipt is settled when it is handed to NATS.
 
 mod config;
+mod faults;
 mod inbound;
 mod leases;
 mod members;

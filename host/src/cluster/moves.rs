@@ -29,6 +29,27 @@
 //!   changed leaves the actor serving on at the source, its mailbox untouched.
 //! - A node that does not fence in time (or goes down) does not hold an arrival forever: after
 //!   [`FENCE_WAIT`] the arrival completes without it.
+//!
+//! A kill -9 in the middle of a move. From the moment its image is stored, a move is a
+//! [`MoveRecord`] in key-value (bucket `mote-<cluster>-moves`, by the image's key) naming the
+//! node that is to run the actor from the image, its *holder*: the target, until another node
+//! takes the move over. The record outlives both nodes, and whoever runs the actor from it
+//! holds it:
+//! - The target restores the actor, then deletes the record (compare-and-set on the revision it
+//!   read), the image, and tells the source (`MoveSettled`), which drops what it kept.
+//! - If the source dies first, the target finishes on its own: it takes the claim (the record
+//!   says the source gave the actor up), stops waiting for fences (what the dead source had
+//!   queued died with it, as any node's queue does), and restores. A target that had not been
+//!   asked yet learns of the move from the record, when it hears the source is down.
+//! - If the target dies before it settled, the source takes the move over: it moves the
+//!   record's holder to itself (compare-and-set), takes the claim back and restores the actor
+//!   from the image, with every message it had forwarded and everything that came since, in
+//!   order. What other nodes had sent straight to the target died with the target.
+//! - A node that restarts (or hears of a death later) does the same from the records: a record
+//!   it holds, it restores; one whose holder is dead and that names it, it takes over.
+//! - One node runs the actor: a node restores from a record only while it is the record's
+//!   holder, and a node that restored and then finds its record taken over (its delete fails:
+//!   a node took it for dead meanwhile) stops its copy.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -37,9 +58,12 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use serde::{Deserialize, Serialize};
+
 use super::config::ClusterError;
 use super::wire;
 use crate::actor::image::ActorImage;
+use crate::address::Address;
 use crate::message::Envelope;
 use crate::sandbox::image::ImageError;
 
@@ -64,6 +88,9 @@ pub enum MoveError {
     /// The actor cannot be captured now (see [`ImageError`]): it serves on here.
     #[error(transparent)]
     Image(#[from] ImageError),
+    /// A move of this top-level name is under way already (its record is in key-value).
+    #[error("a move of {0} is under way already")]
+    Underway(String),
     /// The actor stopped before it was captured.
     #[error("the actor at {0} stopped before it was captured")]
     Stopped(String),
@@ -84,6 +111,47 @@ pub enum MoveError {
     Cluster(#[from] ClusterError),
 }
 
+/// A move under way, as key-value keeps it (see the module's doc).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub(super) struct MoveRecord {
+    /// The actor's path.
+    pub(super) path: String,
+    /// The node it leaves.
+    pub(super) from: String,
+    /// The node it goes to.
+    pub(super) to: String,
+    /// The node that is to run it from the image.
+    pub(super) holder: String,
+    pub(super) incarnation: u64,
+    /// Its limits, which it keeps.
+    pub(super) limits: wire::Limits,
+}
+
+/// What a node does with a move's record it finds.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Recovery {
+    /// It holds the record: it restores the actor.
+    Finish,
+    /// The record's holder is dead and the move is this node's (its source or target): it
+    /// takes the record over and restores the actor.
+    TakeOver,
+    /// Not this node's to do.
+    Leave,
+}
+
+impl MoveRecord {
+    /// What node `me` does with this record, knowing which nodes are live.
+    pub(super) fn recovery(&self, me: &str, live: impl Fn(&str) -> bool) -> Recovery {
+        if self.holder == me {
+            Recovery::Finish
+        } else if !live(&self.holder) && (self.from == me || self.to == me) {
+            Recovery::TakeOver
+        } else {
+            Recovery::Leave
+        }
+    }
+}
+
 /// An actor on its way to this node.
 pub(super) struct Arrival {
     /// The node it comes from.
@@ -99,6 +167,12 @@ pub(super) struct Arrival {
     pub(super) ready: Vec<Envelope>,
     /// Direct sends of nodes not fenced yet, by node.
     pub(super) held: HashMap<String, Vec<Envelope>>,
+    /// Its record's key and the revision this node holds it at.
+    pub(super) record: Option<(String, u64)>,
+    /// Watchers to attach here once it is restored (of an actor taken back).
+    pub(super) watchers: Vec<Address>,
+    /// Stopped at the `move-restoring` fault point once already.
+    pub(super) paused: bool,
 }
 
 impl Arrival {
@@ -128,6 +202,28 @@ pub(crate) struct Moves {
     pub(super) arriving: AtomicUsize,
     /// The messages of a completing arrival, taken as its actor's backlog.
     pub(super) ready: Mutex<HashMap<String, Vec<Envelope>>>,
+    /// Moves out of this node from their record on, until their source's part is done, by
+    /// path.
+    pub(super) unsettled: Mutex<HashMap<String, Unsettled>>,
+}
+
+/// A move out whose target has not settled yet.
+pub(super) struct Unsettled {
+    /// The target.
+    pub(super) to: String,
+    /// The actor.
+    pub(super) actor: Address,
+    /// Told how the move ended (once; the entry stays until the move's task is done).
+    pub(super) told: Option<oneshot::Sender<Ending>>,
+}
+
+/// How a move out ended, as its source hears.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The target restored the actor.
+    Settled,
+    /// The target went down first; the watchers the source had pointed there.
+    TargetDown(Vec<Address>),
 }
 
 impl Moves {
@@ -211,7 +307,39 @@ mod tests {
             waiting: waiting.iter().map(|s| s.to_string()).collect(),
             ready: Vec::new(),
             held: HashMap::new(),
+            record: None,
+            watchers: Vec::new(),
+            paused: false,
         }
+    }
+
+    fn record(from: &str, to: &str, holder: &str) -> MoveRecord {
+        MoveRecord {
+            path: "/user/x".into(),
+            from: from.into(),
+            to: to.into(),
+            holder: holder.into(),
+            incarnation: 7,
+            limits: arrival(&[]).limits,
+        }
+    }
+
+    #[test]
+    fn the_holder_restores_and_a_dead_holder_s_move_goes_to_its_source_or_target() {
+        let live = |dead: &'static [&'static str]| move |n: &str| !dead.contains(&n);
+        // The target holds it: the target finishes; the source, while the target lives, leaves it.
+        let moving = record("a", "b", "b");
+        assert_eq!(moving.recovery("b", live(&["a"])), Recovery::Finish);
+        assert_eq!(moving.recovery("a", live(&[])), Recovery::Leave);
+        // The target died: its source takes the move over, and a third node never does.
+        assert_eq!(moving.recovery("a", live(&["b"])), Recovery::TakeOver);
+        assert_eq!(moving.recovery("c", live(&["b"])), Recovery::Leave);
+        // Taken over by the source: the target, back again, leaves it; the source finishes.
+        let taken = record("a", "b", "a");
+        assert_eq!(taken.recovery("b", live(&[])), Recovery::Leave);
+        assert_eq!(taken.recovery("a", live(&["b"])), Recovery::Finish);
+        // Both sides dead, the first back takes it over.
+        assert_eq!(taken.recovery("b", live(&["a"])), Recovery::TakeOver);
     }
 
     fn msg(body: &str) -> Envelope {

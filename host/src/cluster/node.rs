@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::config::{ClusterConfig, ClusterError};
 use super::config::{Names, bucket, check_name, connect};
+use super::faults::Faults;
 use super::leases::{Admit, Leases};
 use super::members::{self, Members};
 use super::moves::Moves;
@@ -110,6 +111,10 @@ pub(crate) struct Cluster {
     pub(super) moves: Moves,
     /// Images of actors on their way to another node.
     pub(super) images: object_store::ObjectStore,
+    /// The records of moves under way (see `moves`).
+    pub(super) moves_kv: kv::Store,
+    /// Fault points armed for crash tests (`MOTE_FAULT`).
+    pub(super) faults: Faults,
     pub(super) out: mpsc::Sender<Outgoing>,
     pub(super) kernel: Weak<Kernel>,
     /// This cluster itself, for the tasks it starts.
@@ -153,6 +158,7 @@ impl Cluster {
                 .await
                 .map_err(|e| ClusterError::jetstream("opening the image store", e))?,
         };
+        let moves_kv = bucket(&js, names.bucket("moves")).await?;
         let session = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(1, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -209,6 +215,8 @@ impl Cluster {
             proxies: Proxies::default(),
             moves: Moves::default(),
             images,
+            moves_kv,
+            faults: Faults::from_env(),
             out,
             kernel: Arc::downgrade(kernel),
             caps,
@@ -265,6 +273,9 @@ impl Cluster {
             cluster.stop_tasks();
             return Err(ClusterError::AlreadyJoined);
         }
+        // Moves cut off by this node's last run (or by nodes that died meanwhile) finish
+        // before anything is spawned here.
+        cluster.recover_moves(None).await;
         tracing::info!(node = %cluster.me, cluster = %cluster.config.name, members = ?cluster.members.names(), "joined the cluster");
         Ok(())
     }
@@ -414,6 +425,16 @@ impl Cluster {
 
     /// Claims the top-level name of `path` for this node: refused if a live node has it.
     pub(crate) async fn claim(&self, path: &str) -> Result<(), ClusterError> {
+        self.claim_over(path, &[]).await
+    }
+
+    /// Claims the top-level name of `path` for this node, over a live holder too if it is one
+    /// of `yielding` (the two sides of a move whose record says who runs the actor).
+    pub(super) async fn claim_over(
+        &self,
+        path: &str,
+        yielding: &[&str],
+    ) -> Result<(), ClusterError> {
         let Some(name) = routes::top_level(path) else {
             return Ok(());
         };
@@ -436,6 +457,7 @@ impl Cluster {
             let holder = String::from_utf8_lossy(&entry.value).into_owned();
             let free = entry.operation != kv::Operation::Put
                 || holder == self.me
+                || yielding.contains(&holder.as_str())
                 || !self.members.is_live(&holder);
             if !free {
                 return Err(ClusterError::Claimed {
@@ -667,12 +689,20 @@ impl Cluster {
     /// A node is down: its watched actors terminated, its leases are free, actors hear of it.
     pub(super) fn node_down(&self, node: &str, kernel: &Arc<Kernel>) {
         tracing::warn!(node, "a node of the cluster is down");
+        // Before the watches: an actor this node moved there comes back, its watchers untold.
+        self.target_down(node);
         for (watcher, target) in self.watches.node_down(node) {
             kernel.notify_terminated(&watcher, &target);
         }
         self.leases.node_down(node);
         self.proxies.node_down(node);
         self.moves_node_down(node);
+        if let Some(this) = self.this.upgrade() {
+            let node = node.to_owned();
+            kernel
+                .runtime
+                .spawn(async move { this.recover_moves(Some(&node)).await });
+        }
         self.announce(kernel, CLUSTER_TOPIC, NODE_DOWN_KIND, node);
     }
 

@@ -50,6 +50,24 @@ impl Watches {
             .unwrap_or_default()
     }
 
+    /// Takes the watches of `target` on `node` out of the table, untold: the watchers, for
+    /// whoever now holds the target (a move taken back from a target that went down).
+    pub(crate) fn take(&self, node: &str, target: &Address) -> Vec<Address> {
+        let mut by_node = self.lock();
+        let Some(set) = by_node.get_mut(node) else {
+            return Vec::new();
+        };
+        let taken: Vec<(Address, Address)> =
+            set.iter().filter(|(_, t)| t == target).cloned().collect();
+        for key in &taken {
+            set.remove(key);
+        }
+        if set.is_empty() {
+            by_node.remove(node);
+        }
+        taken.into_iter().map(|(watcher, _)| watcher).collect()
+    }
+
     /// How many watches cross to other nodes.
     pub(crate) fn len(&self) -> usize {
         self.lock().values().map(HashSet::len).sum()
@@ -77,5 +95,23 @@ mod tests {
         assert!(watches.node_down("b").is_empty(), "a node goes down once");
         assert!(!watches.remove(&w, &t2));
         assert_eq!(watches.len(), 0);
+    }
+
+    #[test]
+    fn taken_watches_are_not_told_when_their_node_goes_down() {
+        let watches = Watches::default();
+        let (w1, w2, moved, other) = (
+            at("/user/w1", 1),
+            at("/user/w2", 2),
+            at("/user/m", 3),
+            at("/user/o", 4),
+        );
+        watches.add("b", &w1, &moved);
+        watches.add("b", &w2, &moved);
+        watches.add("b", &w1, &other);
+        let mut taken = watches.take("b", &moved);
+        taken.sort_by(|a, b| a.path.as_str().cmp(b.path.as_str()));
+        assert_eq!(taken, vec![w1.clone(), w2]);
+        assert_eq!(watches.node_down("b"), vec![(w1, other)]);
     }
 }

@@ -90,6 +90,10 @@ pub(crate) enum Frame {
     Fence { path: String },
     /// Everything `node` sent the sending node for `path` has been forwarded before this.
     Fenced { path: String, node: String },
+    /// The actor at `path` that the receiving node moved to the sending node runs there now:
+    /// what the receiving node kept for the move can go. Added last, so the frames before it
+    /// keep their encoding.
+    MoveSettled { path: String },
 }
 
 /// A child of `parent` (an actor of the sending node) to spawn at `path`, as `incarnation`.
