@@ -43,21 +43,7 @@ async fn replay_returns_events_in_the_order_they_were_persisted_across_pages() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_persistent_actor_recovers_its_committed_state() {
-    let dir = TempDir::new("supervised");
-    let system = system_configured(durable_config(&dir.join("mote.redb")), &["journal"]);
-    let mut decisions = system.subscribe_supervision();
-    system.spawn("j", "journal", b"2").unwrap();
-    for v in [3, 1, 4, 1, 5] {
-        tell(&system, "/user/j", &Journal::Append(v));
-    }
-    tell(&system, "/user/j", &Journal::Crash);
-    let decision = next_decision(&mut decisions).await;
-    assert_eq!(decision.child.path.as_str(), "/user/j");
-    let state = journal_state(&system, "/user/j").await;
-    assert_eq!(state.values, vec![3, 1, 4, 1, 5]);
-    assert!(state.recovered_from_snapshot);
-    assert_eq!(state.replayed, 1);
-    system.shutdown().await.unwrap();
+    scenarios::a_restarted_journal_recovers_its_committed_state("journal", Speech::Postcard).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,36 +121,11 @@ async fn a_passivated_entity_reactivates_with_its_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entity_state_survives_a_host_restart_and_retire_deletes_it() {
-    let dir = TempDir::new("entity-restart");
-    let db = dir.join("mote.redb");
-    {
-        let system = system_configured(durable_config(&db), &["entity"]);
-        system
-            .register_entity("acct", "entity", EntityOptions::default())
-            .unwrap();
-        tell(&system, "/user/acct/a", &Entity::Add(40));
-        tell(&system, "/user/acct/b", &Entity::Add(2));
-        let b: EntityValue = ask_as(&system, "/user/acct/b", &Entity::Get).await;
-        assert_eq!(b.total, 2);
-        let a: EntityValue = ask_as(&system, "/user/acct/a", &Entity::Get).await;
-        assert_eq!(a.total, 40);
-        tell(&system, "/user/acct/b", &Entity::Retire);
-        wait_until(|| system.lookup("/user/acct/b").is_none()).await;
-        system.shutdown().await.unwrap();
-    }
-    let system = system_configured(durable_config(&db), &["entity"]);
-    system
-        .register_entity("acct", "entity", EntityOptions::default())
-        .unwrap();
-    let a: EntityValue = ask_as(&system, "/user/acct/a", &Entity::Get).await;
-    assert_eq!((a.total, a.activations), (40, 2));
-    let b: EntityValue = ask_as(&system, "/user/acct/b", &Entity::Get).await;
-    assert_eq!(
-        (b.total, b.activations),
-        (0, 1),
-        "a retired entity starts afresh"
-    );
-    system.shutdown().await.unwrap();
+    scenarios::entity_state_survives_a_host_restart_and_retire_deletes_it(
+        "entity",
+        Speech::Postcard,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! Sandbox snapshots: actors captured between two messages as images of their memory, globals
 //! and bookkeeping, restored elsewhere or after a host restart with no persistence code, and
-//! damaged images refused. The same scenario runs for a Rust, a Python and a JavaScript actor.
+//! damaged images refused. The same scenario runs for a Rust, a Python, a JavaScript and a C actor.
 
 use mote_host::{ActorSystem, HostConfig, ImageError, SnapshotError, SpawnError, SpawnOptions};
 use mote_tests::scenarios::{
@@ -24,6 +24,12 @@ async fn a_python_actor_keeps_its_in_memory_state_through_images() {
         Speech::Json,
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_c_actor_keeps_its_in_memory_state_through_images() {
+    an_image_keeps_in_memory_state_across_restore_and_a_host_restart("c_versioned_v", Speech::Json)
+        .await;
 }
 
 /// What cannot be imaged is refused with its reason, and the actor runs on.

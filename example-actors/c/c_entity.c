@@ -1,14 +1,14 @@
-/* c_entity: a virtual actor in C, a durable counter named by its entity id, the C twin of the
- * Rust `entity`.
+/* c_entity: the entity of `example-actors/entity` in C: a virtual actor (init: its id), a
+ * durable counter whose total lives in a snapshot, so it passivates and comes back, even after
+ * a host restart, with it. Each start recovers the snapshot, counts one more activation and
+ * saves a snapshot.
  *
- * Init: the entity id (the host hands it over and keys the state by it). Each start recovers
- * the snapshot, counts one more activation and saves a snapshot.
- * - `add` "<k>" (a JSON number) adds k to the total and saves a snapshot;
- * - `get` replies `value` {"id":"..","total":..,"activations":..};
- * - `retire` deletes its durable state and stops it (the next activation starts afresh);
- * - `stop` stops it, keeping its state.
- * When the host shuts down, `mote_stopping` saves a snapshot once more (Dust's isInShutdown
- * pattern; redundant here, as every change is saved at once).
+ * It speaks the example protocol's `Entity` in JSON (kind `Entity`), as the Python and
+ * JavaScript ports do: {"Add":k} adds k to the total and saves a snapshot; "Get" replies an
+ * `EntityValue` {"id":"..","total":..,"activations":..}; "Retire" deletes its durable state and
+ * stops it (the next activation starts afresh); "Stop" stops it, keeping its state. Anything
+ * else is a dead letter. When the host shuts down, `mote_stopping` saves a snapshot once more
+ * (Dust's isInShutdown pattern; redundant here, as every change is saved at once).
  *
  * The snapshot is total and activations, 2 x u64 little-endian.
  */
@@ -54,32 +54,48 @@ const char *mote_start(const uint8_t *init, size_t init_len) {
     return NULL;
 }
 
+static const char *get(void) {
+    if (!mote_sender()) return NULL;
+    mote_buf_t body = {0};
+    mote_buf_str(&body, "{\"id\":\"");
+    mote_buf_str(&body, id);
+    mote_buf_str(&body, "\",\"total\":");
+    mote_buf_u64(&body, total);
+    mote_buf_str(&body, ",\"activations\":");
+    mote_buf_u64(&body, activations);
+    mote_buf_str(&body, "}");
+    bool sent = mote_reply("EntityValue", body.data, body.len);
+    mote_buf_free(&body);
+    return sent ? NULL : mote_last_error();
+}
+
 const char *mote_receive(const mote_msg_t *msg) {
-    if (mote_is(msg, "add")) {
-        uint64_t k;
-        if (!mote_text_to_u64(msg->body, msg->body_len, &k)) return "add: not a JSON number";
+    char order[16];
+    const uint8_t *arg;
+    size_t arg_len;
+    if (!mote_is(msg, "Entity") ||
+        !mote_json_variant(msg->body, msg->body_len, order, sizeof order, &arg, &arg_len)) {
+        mote_reject("c_entity: not an Entity order");
+        return NULL;
+    }
+    uint64_t k;
+    if (!strcmp(order, "Add") && mote_text_to_u64(arg, arg_len, &k)) {
         total += k;
         MOTE_TRY(save());
-    } else if (mote_is(msg, "get")) {
-        if (!mote_sender()) return NULL;
-        mote_buf_t body = {0};
-        mote_buf_str(&body, "{\"id\":\"");
-        mote_buf_str(&body, id);
-        mote_buf_str(&body, "\",\"total\":");
-        mote_buf_u64(&body, total);
-        mote_buf_str(&body, ",\"activations\":");
-        mote_buf_u64(&body, activations);
-        mote_buf_str(&body, "}");
-        bool sent = mote_reply("value", body.data, body.len);
-        mote_buf_free(&body);
-        if (!sent) return mote_last_error();
-    } else if (mote_is(msg, "retire")) {
+        return NULL;
+    }
+    if (!strcmp(order, "Get")) return get();
+    if (!strcmp(order, "Retire")) {
         MOTE_TRY(mote_delete_state());
         retired = true;
         mote_stop_self();
-    } else if (mote_is(msg, "stop")) {
-        mote_stop_self();
+        return NULL;
     }
+    if (!strcmp(order, "Stop")) {
+        mote_stop_self();
+        return NULL;
+    }
+    mote_reject("c_entity: an Entity order it does not know, or a bad value");
     return NULL;
 }
 

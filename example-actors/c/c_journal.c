@@ -1,13 +1,11 @@
-/* c_journal: an event-sourced list of values in C, the C twin of the Rust `journal`.
+/* c_journal: the journal of `example-actors/journal` in C: a durable list of values, kept as
+ * events with a snapshot every N (init: N; absent or 0, never), recovered after any restart.
  *
- * Init: a decimal <snapshot-every> (absent or 0: never snapshot). It recovers in `mote_start`:
- * the latest snapshot if any, then the events after it replayed in order.
- * - `append` "7" (a JSON number) journals 7 as an event and appends it; every snapshot-every
- *   events it also saves a snapshot of all the values;
- * - `query` replies `state` {"values":[...],"recovered_from_snapshot":true,"replayed":8} (how
- *   this instance recovered);
- * - `forget` deletes its durable state and stops it;
- * - `crash` traps, for its supervisor to restart it from the store.
+ * It speaks the example protocol's `Journal` in JSON (kind `Journal`), as the Python and
+ * JavaScript ports do: {"Append":5}, {"AppendRange":{"from":1,"count":3}}, "Query" (replies a
+ * `JournalState` {"values":[...],"recovered_from_snapshot":true,"replayed":8}: how this instance
+ * recovered), "Forget" (deletes its durable state and stops) and "Crash" (traps, for its
+ * supervisor to restart it from the store). Anything else is a dead letter.
  *
  * Events are a value as 8 bytes little-endian; the snapshot is the values one after another.
  */
@@ -86,25 +84,35 @@ static const char *query(void) {
     mote_buf_str(&body, ",\"replayed\":");
     mote_buf_u64(&body, recovery.replayed);
     mote_buf_str(&body, "}");
-    bool sent = mote_reply("state", body.data, body.len);
+    bool sent = mote_reply("JournalState", body.data, body.len);
     mote_buf_free(&body);
     return sent ? NULL : mote_last_error();
 }
 
 const char *mote_receive(const mote_msg_t *msg) {
-    if (mote_is(msg, "append")) {
-        uint64_t value;
-        if (!mote_text_to_u64(msg->body, msg->body_len, &value))
-            return "append: the body is not a JSON number";
-        return append(value);
+    char order[16];
+    const uint8_t *arg;
+    size_t arg_len;
+    if (!mote_is(msg, "Journal") ||
+        !mote_json_variant(msg->body, msg->body_len, order, sizeof order, &arg, &arg_len)) {
+        mote_reject("c_journal: not a Journal order");
+        return NULL;
     }
-    if (mote_is(msg, "query")) return mote_sender() ? query() : NULL;
-    if (mote_is(msg, "forget")) {
+    uint64_t value, from, n;
+    if (!strcmp(order, "Append") && mote_text_to_u64(arg, arg_len, &value)) return append(value);
+    if (!strcmp(order, "AppendRange") && mote_json_u64(arg, arg_len, "from", &from) &&
+        mote_json_u64(arg, arg_len, "count", &n)) {
+        const char *error = NULL;
+        for (uint64_t v = from; v < from + n && !error; v++) error = append(v);
+        return error;
+    }
+    if (!strcmp(order, "Query")) return mote_sender() ? query() : NULL;
+    if (!strcmp(order, "Forget")) {
         MOTE_TRY(mote_delete_state());
         mote_stop_self();
         return NULL;
     }
-    if (mote_is(msg, "crash")) __builtin_trap();
-    mote_reject("c_journal: unknown kind");
+    if (!strcmp(order, "Crash")) __builtin_trap();
+    mote_reject("c_journal: a Journal order it does not know, or a bad value");
     return NULL;
 }

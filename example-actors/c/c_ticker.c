@@ -1,20 +1,24 @@
-/* c_ticker: timers in C, the C twin of the Rust `ticker`.
+/* c_ticker: the ticker of `example-actors/ticker` in C: timers on demand (init: the path R to
+ * report to).
  *
- * Init: the path R to report to. Bodies are flat JSON objects; each timer is named by a tag.
- * - `once` {"delay_ms": 100, "tag": 1} sends itself `fired` "1" after 100 ms;
- * - `every` {"period_ms": 50, "tag": 2} sends itself `fired` "2" every 50 ms;
- * - `cancel` {"tag": 2} cancels the timer and tells R `cancelled` "1" if the host cancelled it,
- *   "0" if it had already fired (one-shot) or the tag is unknown;
- * - `fired` "<tag>" tells R `fired` "<tag>".
+ * It speaks the example protocol's `Timer` in JSON (kind `Timer`), as the Python and JavaScript
+ * ports do:
+ * - {"Once":{"delay_ms":100,"tag":1}}, {"Every":{"period_ms":50,"tag":2}}: a timer to itself
+ *   that delivers {"Fired":{"tag":1}} once or every period; a `Fired` is reported `fired` = tag;
+ * - {"Cancel":{"tag":2}} cancels the tag's timer, reported `cancelled` = 1 if the host
+ *   cancelled it, 0 if it had already fired (one-shot) or the tag is unknown.
+ * Reports are the protocol's `Report` in JSON (protocol.h). Anything else is a dead letter.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mote.h"
+#include "protocol.h"
 
 #define MAX_TIMERS 32
 
 static char *report_to;
+static mote_address_t me;
 static struct {
     uint64_t tag, id;
 } timers[MAX_TIMERS];
@@ -22,53 +26,61 @@ static size_t timer_count;
 
 const char *mote_start(const uint8_t *init, size_t init_len) {
     if (init_len == 0) return "init: the path to report to is missing";
-    report_to = malloc(init_len + 1);
-    memcpy(report_to, init, init_len);
-    report_to[init_len] = 0;
+    report_to = text_of(init, init_len);
+    me = mote_myself();
     timer_count = 0;
     return NULL;
 }
 
 static const char *report(const char *label, uint64_t value) {
-    char text[21];
-    MOTE_TRY(mote_tell_path(report_to, label, text, mote_u64_to_text(value, text)));
+    MOTE_TRY(report_json(report_to, me.path.ptr, me.path.len, label, value));
     return NULL;
 }
 
-static const char *start_timer(const mote_msg_t *msg, bool periodic) {
-    uint64_t tag, ms, id;
-    if (!mote_json_u64(msg->body, msg->body_len, "tag", &tag) ||
-        !mote_json_u64(msg->body, msg->body_len, periodic ? "period_ms" : "delay_ms", &ms))
-        return "a timer order needs a tag and a delay or period";
+static const char *start_timer(uint64_t tag, uint64_t ms, bool periodic) {
     if (timer_count == MAX_TIMERS) return "too many timers";
-    char text[21];
-    MOTE_TRY(mote_schedule_self("fired", text, mote_u64_to_text(tag, text), ms,
-                                periodic ? ms : 0, &id));
+    mote_buf_t fired = {0};
+    mote_buf_str(&fired, "{\"Fired\":{\"tag\":");
+    mote_buf_u64(&fired, tag);
+    mote_buf_str(&fired, "}}");
+    uint64_t id;
+    bool set = mote_schedule_self("Timer", fired.data, fired.len, ms, periodic ? ms : 0, &id);
+    mote_buf_free(&fired);
+    if (!set) return mote_last_error();
     timers[timer_count].tag = tag;
     timers[timer_count].id = id;
     timer_count++;
     return NULL;
 }
 
+static const char *cancel(uint64_t tag) {
+    bool cancelled = false;
+    for (size_t i = 0; i < timer_count; i++) {
+        if (timers[i].tag != tag) continue;
+        cancelled = mote_cancel_timer(timers[i].id);
+        timers[i] = timers[--timer_count];
+        break;
+    }
+    return report("cancelled", cancelled);
+}
+
 const char *mote_receive(const mote_msg_t *msg) {
-    if (mote_is(msg, "once")) return start_timer(msg, false);
-    if (mote_is(msg, "every")) return start_timer(msg, true);
-    if (mote_is(msg, "cancel")) {
-        uint64_t tag;
-        if (!mote_json_u64(msg->body, msg->body_len, "tag", &tag)) return "cancel needs a tag";
-        bool cancelled = false;
-        for (size_t i = 0; i < timer_count; i++) {
-            if (timers[i].tag != tag) continue;
-            cancelled = mote_cancel_timer(timers[i].id);
-            timers[i] = timers[--timer_count];
-            break;
-        }
-        return report("cancelled", cancelled);
+    char order[16];
+    const uint8_t *arg;
+    size_t arg_len;
+    uint64_t tag, ms;
+    if (!mote_is(msg, "Timer") ||
+        !mote_json_variant(msg->body, msg->body_len, order, sizeof order, &arg, &arg_len) ||
+        !mote_json_u64(arg, arg_len, "tag", &tag)) {
+        mote_reject("c_ticker: not a Timer order");
+        return NULL;
     }
-    if (mote_is(msg, "fired")) {
-        uint64_t tag;
-        if (!mote_text_to_u64(msg->body, msg->body_len, &tag)) return "fired: bad tag";
-        return report("fired", tag);
-    }
+    if (!strcmp(order, "Once") && mote_json_u64(arg, arg_len, "delay_ms", &ms))
+        return start_timer(tag, ms, false);
+    if (!strcmp(order, "Every") && mote_json_u64(arg, arg_len, "period_ms", &ms))
+        return start_timer(tag, ms, true);
+    if (!strcmp(order, "Cancel")) return cancel(tag);
+    if (!strcmp(order, "Fired")) return report("fired", tag);
+    mote_reject("c_ticker: a Timer order it does not know");
     return NULL;
 }

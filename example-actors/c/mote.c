@@ -976,6 +976,51 @@ bool mote_json_u64(const uint8_t *json, size_t len, const char *field, uint64_t 
     return false;
 }
 
+static bool is_blank(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+static size_t skip_blanks(const uint8_t *text, size_t len, size_t i) {
+    while (i < len && is_blank(text[i])) i++;
+    return i;
+}
+
+/* Reads the JSON string at `json[i]` (without escapes) into `name`: the index after its
+ * closing quote, or 0 if there is none or it does not fit `cap` bytes with its NUL. */
+static size_t read_name(const uint8_t *json, size_t len, size_t i, char *name, size_t cap) {
+    if (i >= len || json[i] != '"') return 0;
+    size_t n = 0;
+    for (i++; i < len && json[i] != '"'; i++) {
+        if (json[i] == '\\' || n + 1 >= cap) return 0;
+        name[n++] = (char)json[i];
+    }
+    if (i == len) return 0;
+    name[n] = 0;
+    return i + 1;
+}
+
+bool mote_json_variant(const uint8_t *json, size_t len, char *name, size_t cap,
+                       const uint8_t **value, size_t *value_len) {
+    size_t end = len;
+    while (end > 0 && is_blank(json[end - 1])) end--;
+    size_t i = skip_blanks(json, end, 0);
+    if (i < end && json[i] == '"') {
+        if (read_name(json, end, i, name, cap) != end) return false;
+        *value = json + end;
+        *value_len = 0;
+        return true;
+    }
+    if (i == end || json[i] != '{' || json[end - 1] != '}') return false;
+    i = read_name(json, end, skip_blanks(json, end, i + 1), name, cap);
+    if (i == 0) return false;
+    i = skip_blanks(json, end, i);
+    if (i == end || json[i] != ':') return false;
+    size_t from = skip_blanks(json, end - 1, i + 1), to = end - 1;
+    while (to > from && is_blank(json[to - 1])) to--;
+    if (to == from) return false;
+    *value = json + from;
+    *value_len = to - from;
+    return true;
+}
+
 void mote_buf_push(mote_buf_t *buf, const void *bytes, size_t len) {
     if (buf->len + len > buf->cap) {
         size_t cap = buf->cap ? buf->cap * 2 : 64;

@@ -384,6 +384,14 @@ bool mote_text_to_u64(const uint8_t *text, size_t len, uint64_t *value);
  * enough for flat bodies such as {"n": 5}); false if it is not there. */
 bool mote_json_u64(const uint8_t *json, size_t len, const char *field, uint64_t *value);
 
+/* The variant of an enum as serde writes it in JSON (the example protocol's orders): a unit
+ * variant is a string, `"Get"`; one with data an object of one field, `{"Add": 5}` or
+ * `{"Once": {"delay_ms": 100, "tag": 1}}`. True when `json` is either and the name fits `cap`
+ * bytes with its NUL: `name` gets it, `value`/`value_len` the data's JSON text (`5`; empty for a
+ * unit variant). */
+bool mote_json_variant(const uint8_t *json, size_t len, char *name, size_t cap,
+                       const uint8_t **value, size_t *value_len);
+
 /* A growable byte buffer (malloc'd), to build bodies and snapshots. */
 typedef struct mote_buf {
     uint8_t *data;

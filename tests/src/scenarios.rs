@@ -46,6 +46,26 @@ pub async fn journal_recovers_after_a_host_restart(module: &str, speech: Speech)
     system.shutdown().await.unwrap();
 }
 
+/// A journal actor (init: a snapshot every 2 events) that traps after 5 appends is restarted by
+/// its supervisor and recovers what it committed: the snapshot at 4 plus a replay of the 5th.
+pub async fn a_restarted_journal_recovers_its_committed_state(module: &str, speech: Speech) {
+    let dir = TempDir::new("supervised");
+    let system = system_configured(durable_config(&dir.join("mote.redb")), &[module]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("j", module, b"2").unwrap();
+    for v in [3, 1, 4, 1, 5] {
+        speech.tell(&system, "/user/j", &Journal::Append(v));
+    }
+    speech.tell(&system, "/user/j", &Journal::Crash);
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(decision.child.path.as_str(), "/user/j");
+    let state: JournalState = speech.ask(&system, "/user/j", &Journal::Query).await;
+    assert_eq!(state.values, vec![3, 1, 4, 1, 5]);
+    assert!(state.recovered_from_snapshot);
+    assert_eq!(state.replayed, 1);
+    system.shutdown().await.unwrap();
+}
+
 /// The next [`Report`] at the probe in `speech` with `label`, skipping anything else (reports
 /// of actors that speak another way too).
 pub async fn report_in(speech: Speech, probe: &mut Probe, label: &str) -> Report {
@@ -302,6 +322,45 @@ pub async fn a_passivated_entity_reactivates_with_its_state(module: &str, speech
     assert_eq!((value.total, value.activations), (12, 2));
     let second = system.lookup("/user/carts/ann").unwrap();
     assert_ne!(second.incarnation, first.incarnation);
+    system.shutdown().await.unwrap();
+}
+
+/// Entities of `module` under /user/acct: a total survives a host restart (as a second
+/// activation), and a retired entity starts afresh.
+pub async fn entity_state_survives_a_host_restart_and_retire_deletes_it(
+    module: &str,
+    speech: Speech,
+) {
+    let dir = TempDir::new("entity-restart");
+    let db = dir.join("mote.redb");
+    let get = async |system: &ActorSystem, path: &str| -> EntityValue {
+        speech.ask(system, path, &Entity::Get).await
+    };
+    {
+        let system = system_configured(durable_config(&db), &[module]);
+        system
+            .register_entity("acct", module, EntityOptions::default())
+            .unwrap();
+        speech.tell(&system, "/user/acct/a", &Entity::Add(40));
+        speech.tell(&system, "/user/acct/b", &Entity::Add(2));
+        assert_eq!(get(&system, "/user/acct/b").await.total, 2);
+        assert_eq!(get(&system, "/user/acct/a").await.total, 40);
+        speech.tell(&system, "/user/acct/b", &Entity::Retire);
+        wait_until(|| system.lookup("/user/acct/b").is_none()).await;
+        system.shutdown().await.unwrap();
+    }
+    let system = system_configured(durable_config(&db), &[module]);
+    system
+        .register_entity("acct", module, EntityOptions::default())
+        .unwrap();
+    let a = get(&system, "/user/acct/a").await;
+    assert_eq!((a.total, a.activations), (40, 2));
+    let b = get(&system, "/user/acct/b").await;
+    assert_eq!(
+        (b.total, b.activations),
+        (0, 1),
+        "a retired entity starts afresh"
+    );
     system.shutdown().await.unwrap();
 }
 
