@@ -48,6 +48,11 @@ async fn a_js_journal_recovers_after_a_host_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_js_journal_recovers_its_committed_state() {
+    scenarios::a_restarted_journal_recovers_its_committed_state("js_journal", Speech::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_timers_fire_on_time_and_stop_when_cancelled() {
     scenarios::timers_fire_on_time_and_stop_when_cancelled("js_ticker", Speech::Json).await;
 }
@@ -69,6 +74,15 @@ async fn a_js_actor_is_upgraded_with_its_state_refused_by_a_bad_version_and_roll
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passivated_js_entity_reactivates_with_its_state() {
     scenarios::a_passivated_entity_reactivates_with_its_state("js_entity", Speech::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_entity_state_survives_a_host_restart_and_retire_deletes_it() {
+    scenarios::entity_state_survives_a_host_restart_and_retire_deletes_it(
+        "js_entity",
+        Speech::Json,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,11 @@ async fn a_python_journal_recovers_after_a_host_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_py_journal_recovers_its_committed_state() {
+    scenarios::a_restarted_journal_recovers_its_committed_state("py_journal", Speech::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_timers_fire_on_time_and_stop_when_cancelled() {
     scenarios::timers_fire_on_time_and_stop_when_cancelled("py_ticker", Speech::Json).await;
 }
@@ -48,6 +53,15 @@ async fn a_python_actor_is_upgraded_with_its_state_refused_by_a_bad_version_and_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passivated_python_entity_reactivates_with_its_state() {
     scenarios::a_passivated_entity_reactivates_with_its_state("py_entity", Speech::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_entity_state_survives_a_host_restart_and_retire_deletes_it() {
+    scenarios::entity_state_survives_a_host_restart_and_retire_deletes_it(
+        "py_entity",
+        Speech::Json,
+    )
+    .await;
 }
 
 /// `py_features` on the Python SDK: asks through `answered`/`ask_timeout`, topics, groups,
