@@ -1,7 +1,8 @@
 //! A cluster of hosts on a real nats-server: nodes in this process, each a whole `ActorSystem`
 //! joined to the cluster. Remote tell and ask, per-pair order, death watch across nodes (and
-//! when a node leaves), topics and groups across nodes, entities placed by rendezvous hashing
-//! under a lease, and a taken node name refused. The kill -9 of a node process is in
+//! when a node leaves), topics and groups across nodes, children spawned on another node (by
+//! Rust, Python, JavaScript and C parents), entities placed by rendezvous hashing under a
+//! lease, and a taken node name refused. The kill -9 of a node process is in
 //! `cli/tests/cluster.rs`.
 
 use std::time::Duration;
@@ -13,8 +14,8 @@ use mote_host::{
 };
 use mote_tests::nats::NatsServer;
 use mote_tests::{
-    DEADLINE, TempDir, ask_as, durable_config, next, next_report, report_labelled,
-    system_configured, system_with, tell, wait_until,
+    DEADLINE, Speech, TempDir, ask_as, durable_config, next, next_report, report_labelled,
+    scenarios, system_configured, system_with, tell, wait_until,
 };
 
 /// Fast beats, so that a node that goes is noticed within a second.
@@ -118,6 +119,45 @@ async fn tell_and_ask_reach_an_actor_on_another_node_in_order() {
         (DeadLetterReason::NodeDown, "/user/count")
     );
     a.shutdown().await.expect("a stops");
+}
+
+/// The Python, JavaScript and C supervisors spawn their children on another node (`spawn_on`,
+/// `spawnOn`, `mote_spawn_on`): a child lives on b under its parent's path, its failure there
+/// reaches the parent's `supervise` hook on a, whose directive (stop) ends it, and the parent's
+/// watch hears of that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_js_and_c_parents_spawn_and_supervise_a_child_on_another_node() {
+    let parents = ["py_supervisor", "js_supervisor", "c_supervisor"];
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &parents).await;
+    let b = node(&nats, "b", &["crasher"]).await;
+    all_see(&[&a, &b], 2).await;
+    let mut probe = a.probe("sdk").expect("probe");
+    let init = format!(
+        "one by-error 3 60000 1 crasher {} 0 0 b",
+        probe_path("a", "sdk")
+    );
+    for parent in parents {
+        a.claim(&format!("/user/{parent}")).await.expect("claim");
+        a.spawn(parent, parent, init.as_bytes()).expect("parent");
+        let child = format!("/user/{parent}/c0");
+        wait_until(|| b.lookup(&child).is_some()).await;
+        let on_b = b.lookup(&child).expect("the child on b");
+        assert_eq!(
+            a.lookup(&child),
+            Some(on_b.clone()),
+            "one address on both nodes"
+        );
+
+        tell(&a, &child, &Crash::Fail("please stop".into()));
+        let failed = scenarios::report_in(Speech::Json, &mut probe, "kind:error").await;
+        assert_eq!(failed.from, child, "{parent}");
+        let ended = scenarios::report_in(Speech::Json, &mut probe, "terminated").await;
+        assert_eq!((ended.from, ended.value), (child.clone(), on_b.incarnation));
+        wait_until(|| b.lookup(&child).is_none()).await;
+    }
+    a.shutdown().await.ok();
+    b.shutdown().await.ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

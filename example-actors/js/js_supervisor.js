@@ -2,9 +2,10 @@
 // parent that decides per failure in its `supervise` hook, with a strategy and death watch.
 //
 // Init: `<one|all> <resume|restart|stop|escalate|by-error> <max-restarts> <within-ms>
-// <children> <child-module> <report-path>`: it sets its strategy (`by-error` has `restart` as
-// the strategy's directive), spawns `c0..cN` from the module with the report path as init, and
-// watches them. In `by-error` mode the first of `resume`, `restart`, `stop`, `escalate` found in
+// <children> <child-module> <report-path> [backoff-min-ms] [backoff-max-ms] [node]`, as the Rust
+// one's: it sets its strategy (`by-error` has `restart` as the strategy's directive), spawns
+// `c0..cN` from the module with the report path as init (on the cluster node `node` if given:
+// `spawnOn`), and watches them. In `by-error` mode the first of `resume`, `restart`, `stop`, `escalate` found in
 // a child's error text is the directive (none: the strategy decides). It reports (the
 // protocol's `Report`, JSON) `kind:<failure kind>` for every failure and `terminated` (value:
 // the incarnation) for every child that stops.
@@ -18,13 +19,20 @@ class Parent extends Actor {
     if (words.length < 7) {
       throw new Error('init: <scope> <directive> <max-restarts> <within-ms> <children> <child-module> <report-path>');
     }
-    const [scope, mode, maxRestarts, withinMs, count, module, reportTo] = words;
+    const [scope, mode, maxRestarts, withinMs, count, module, reportTo, backoffMin, backoffMax, node] =
+      words;
     this.reportTo = reportTo;
     this.byError = mode === 'by-error';
     const directive = this.byError ? Directive.RESTART : mode;
     const strategy = scope === 'one' ? Strategy.oneForOne(directive) : Strategy.allForOne(directive);
-    ctx.setStrategy(strategy.restarts(Number(maxRestarts), Number(withinMs)));
-    for (let i = 0; i < Number(count); i++) ctx.watch(ctx.spawn(`c${i}`, module, reportTo));
+    const backoff = [Number(backoffMin ?? 0), Number(backoffMax ?? 0)];
+    ctx.setStrategy(strategy.restarts(Number(maxRestarts), Number(withinMs)).backoff(...backoff));
+    for (let i = 0; i < Number(count); i++) {
+      const child = node === undefined
+        ? ctx.spawn(`c${i}`, module, reportTo)
+        : ctx.spawnOn(node, `c${i}`, module, reportTo);
+      ctx.watch(child);
+    }
     ctx.info(`js_supervisor: ${count} children from \`${module}\`, ${mode}`);
   }
 

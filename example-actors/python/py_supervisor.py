@@ -2,8 +2,10 @@
 that decides per failure in its `supervise` hook, with a strategy and death watch.
 
 Init: `<one|all> <resume|restart|stop|escalate|by-error> <max-restarts> <within-ms> <children>
-<child-module> <report-path>`: it sets its strategy (`by-error` has `restart` as the strategy's
-directive), spawns `c0..cN` from the module with the report path as init, and watches them.
+<child-module> <report-path> [backoff-min-ms] [backoff-max-ms] [node]`, as the Rust one's: it
+sets its strategy (`by-error` has `restart` as the strategy's directive), spawns `c0..cN` from
+the module with the report path as init (on the cluster node `node` if given: `spawn_on`), and
+watches them.
 In `by-error` mode the first of `resume`, `restart`, `stop`, `escalate` found in a child's error
 text is the directive (none: the strategy decides). It reports (the protocol's `Report`, JSON)
 `kind:<failure kind>` for every failure and `terminated` (value: the incarnation) for every
@@ -31,9 +33,17 @@ class Parent(mote.Actor):
         directive = mote.Directive.RESTART if self.by_error else DIRECTIVES[mode]
         strategy = (mote.Strategy.one_for_one(directive) if scope == "one"
                     else mote.Strategy.all_for_one(directive))
-        ctx.set_strategy(strategy.restarts(int(max_restarts), int(within_ms)))
+        backoff_min = int(words[7]) if len(words) > 7 else 0
+        backoff_max = int(words[8]) if len(words) > 8 else 0
+        node = words[9] if len(words) > 9 else None
+        strategy = strategy.restarts(int(max_restarts), int(within_ms))
+        ctx.set_strategy(strategy.backoff(backoff_min, backoff_max))
         for i in range(int(count)):
-            ctx.watch(ctx.spawn(f"c{i}", module, self.report_to))
+            if node is None:
+                child = ctx.spawn(f"c{i}", module, self.report_to)
+            else:
+                child = ctx.spawn_on(node, f"c{i}", module, self.report_to)
+            ctx.watch(child)
         ctx.info(f"py_supervisor: {count} children from `{module}`, {mode}")
 
     def report(self, ctx, frm, label, value):
