@@ -1,13 +1,15 @@
 //! A cluster of hosts on a real nats-server: nodes in this process, each a whole `ActorSystem`
-//! joined to the cluster. Remote tell and ask, per-pair order, death watch across nodes (and
-//! when a node leaves), topics and groups across nodes, children spawned on another node (by
-//! Rust, Python, JavaScript and C parents), entities placed by rendezvous hashing under a
-//! lease, and a taken node name refused. The kill -9 of a node process is in
-//! `cli/tests/cluster.rs`.
+//! joined to the cluster. Remote tell and ask (a guest's too, with its deadline), per-pair
+//! order, death watch across nodes (and when a node leaves), topics and groups across nodes,
+//! children spawned on another node (by Rust, Python, JavaScript and C parents), entities
+//! placed by rendezvous hashing under a lease, and a taken node name refused. The kill -9 of a
+//! node process is in `cli/tests/cluster.rs`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use mote_example_protocol::{Counter, Crash, Entity, EntityValue, Relay, Report, Seq, Watch};
+use mote_example_protocol::{
+    Asking, Counter, Crash, Entity, EntityValue, Relay, Report, Seq, Watch,
+};
 use mote_host::{
     ActorSystem, CLUSTER_TOPIC, ClusterConfig, ClusterError, DeadLetterReason, EntityOptions,
     NODE_DOWN_KIND, NODE_UP_KIND, SpawnOptions,
@@ -119,6 +121,47 @@ async fn tell_and_ask_reach_an_actor_on_another_node_in_order() {
         (DeadLetterReason::NodeDown, "/user/count")
     );
     a.shutdown().await.expect("a stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_ask_of_another_node_is_answered_or_times_out_at_its_deadline() {
+    let nats = NatsServer::start(&[]);
+    let a = node(&nats, "a", &["asker"]).await;
+    let b = node(&nats, "b", &["counter", "ticker"]).await;
+    all_see(&[&a, &b], 2).await;
+    let mut probe = a.probe("asks").expect("probe");
+    a.claim("/user/asker").await.expect("claim");
+    a.spawn("asker", "asker", b"/system/asks").expect("asker");
+    b.claim("/user/count").await.expect("claim");
+    let count = b.spawn("count", "counter", b"42").expect("counter");
+    b.claim("/user/late").await.expect("claim");
+    let late = b
+        .spawn("late", "ticker", b"/system/nobody")
+        .expect("ticker");
+
+    // The asker on a asks the counter on b: the answer crosses back to its `answered` hook.
+    let ask = |to: &mote_host::Address, timeout_ms, get| Asking::Ask {
+        path: to.path.to_string(),
+        incarnation: to.incarnation,
+        timeout_ms,
+        get,
+    };
+    tell(&a, "/user/asker", &ask(&count, 5000, true));
+    assert_eq!(report_labelled(&mut probe, "answer").await.value, 42);
+
+    // The ticker on b answers after three times the deadline: the ask times out on a at its
+    // deadline, and the reply that comes later is dropped there.
+    let asked = Instant::now();
+    tell(&a, "/user/asker", &ask(&late, 500, false));
+    report_labelled(&mut probe, "timeout").await;
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_millis(1500),
+        "at its deadline, before the late reply: {waited:?}"
+    );
+    wait_until(|| a.late_replies() == 1).await;
+    a.shutdown().await.ok();
+    b.shutdown().await.ok();
 }
 
 /// The Python, JavaScript and C supervisors spawn their children on another node (`spawn_on`,
