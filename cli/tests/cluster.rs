@@ -1,7 +1,7 @@
 //! Three `mote run --cluster` processes and a real nats-server (token auth) on loopback: one
-//! address space across the processes, order under load, death watch and entities across
-//! nodes, a node killed with SIGKILL, a node rejoining under its name, a duplicate name
-//! refused and a clean leave. The test itself joins as a fourth node, `t`, with probes that the
+//! address space across the processes, order under load, topics and groups, death watch and
+//! entities across nodes, a node killed with SIGKILL, a node rejoining under its name, a
+//! duplicate name refused and a clean leave. The test itself joins as a fourth node, `t`, with probes that the
 //! processes' actors report to (`/system/nodes/t/system/<probe>`).
 
 use std::process::Command;
@@ -11,12 +11,45 @@ use crate::common::{
     ONE_CLUSTER, TOKEN, cluster_tree, config, example, find, mote_run, scratch, start,
 };
 
-use mote_example_protocol::{Counter, Entity, EntityValue, Watch};
+use mote_example_protocol::{Counter, Entity, EntityValue, Seq, Watch};
 use mote_host::{
     ActorSystem, CLUSTER_TOPIC, DeadLetterReason, HostConfig, NODE_DOWN_KIND, NODE_UP_KIND, Probe,
 };
 use mote_tests::nats::NatsServer;
-use mote_tests::{DEADLINE, ask_as, next, report_labelled, tell};
+use mote_tests::{DEADLINE, ask_as, next, next_report, report_labelled, tell};
+
+/// Tells the publisher at `path`, on another node, `Seq { n }` for n = 0, 1, ... until it
+/// reports (at `reports`) that one reached `members`: subscriptions and group members reach
+/// other nodes with heartbeats. Returns that n.
+async fn send_until_reached(t: &ActorSystem, reports: &mut Probe, path: &str, members: u64) -> u32 {
+    let deadline = Instant::now() + DEADLINE;
+    for n in 0.. {
+        tell(t, path, &Seq { stream: 0, n });
+        let reached = report_labelled(reports, "reached").await.value;
+        if reached == members {
+            return n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} reached {reached} of {members}"
+        );
+    }
+    unreachable!("u32 ran out")
+}
+
+/// The senders and receivers of the next `count` reports at `probe` of the value `n`, sorted;
+/// reports of other values (earlier rounds) are skipped.
+async fn reports_of(probe: &mut Probe, n: u32, count: usize) -> Vec<(String, String)> {
+    let mut got = Vec::new();
+    while got.len() < count {
+        let report = next_report(probe).await;
+        if report.value == u64::from(n) {
+            got.push((report.label, report.from));
+        }
+    }
+    got.sort();
+    got
+}
 
 async fn next_kind(events: &mut Probe, kind: &str) -> String {
     loop {
@@ -58,6 +91,14 @@ name = "mover"
 path = {counter:?}
 snapshot = true
 
+[[module]]
+name = "subscriber"
+path = {subscriber:?}
+
+[[module]]
+name = "publisher"
+path = {publisher:?}
+
 [[entity]]
 kind = "carts"
 module = "entity"
@@ -95,11 +136,43 @@ path = "/user/send"
 module = "sequence"
 init = "send /user/check 0 50000"
 node = "a"
+
+[[actor]]
+path = "/user/news-b"
+module = "subscriber"
+init = "news /system/nodes/t/system/news"
+node = "b"
+
+[[actor]]
+path = "/user/news-c"
+module = "subscriber"
+init = "news /system/nodes/t/system/news"
+node = "c"
+
+[[actor]]
+path = "/user/worker"
+module = "subscriber"
+init = "group:workers /system/nodes/t/system/news"
+node = "c"
+
+[[actor]]
+path = "/user/announce"
+module = "publisher"
+init = "news 0 /system/nodes/t/system/published stay"
+node = "a"
+
+[[actor]]
+path = "/user/dispatch"
+module = "publisher"
+init = "group:workers 0 /system/nodes/t/system/published stay"
+node = "a"
 "#,
         counter = example("counter"),
         watcher = example("watcher"),
         entity = example("entity"),
         sequence = example("sequence"),
+        subscriber = example("subscriber"),
+        publisher = example("publisher"),
     );
     std::fs::write(dir.join("app.toml"), manifest).unwrap();
 
@@ -123,6 +196,8 @@ node = "a"
     t.join_cluster(config(&nats, "t")).await.expect("t joins");
     let mut watch = t.probe("watch").unwrap();
     let mut order = t.probe("order").unwrap();
+    let mut news = t.probe("news").unwrap();
+    let mut published = t.probe("published").unwrap();
     let mut events = t.subscribe(CLUSTER_TOPIC).unwrap();
     let mut letters = t.subscribe_dead_letters();
 
@@ -169,10 +244,27 @@ node = "a"
         .arg(&a.socket)
         .output()
         .unwrap();
+    let reply = String::from_utf8_lossy(&asked.stdout);
     assert!(
-        asked.status.success(),
-        "{}",
+        asked.status.success() && reply.contains("kind=Counter body=0203"),
+        "Counter::Value(3) in postcard: {reply}{}",
         String::from_utf8_lossy(&asked.stderr)
+    );
+
+    // Pub/sub and groups across processes: a publish on a reaches the subscribers on b and c,
+    // and a tell-group on a reaches the member on c.
+    let n = send_until_reached(&t, &mut published, "/user/announce", 2).await;
+    assert_eq!(
+        reports_of(&mut news, n, 2).await,
+        [
+            ("/user/announce".to_owned(), "/user/news-b".to_owned()),
+            ("/user/announce".to_owned(), "/user/news-c".to_owned())
+        ]
+    );
+    let n = send_until_reached(&t, &mut published, "/user/dispatch", 1).await;
+    assert_eq!(
+        reports_of(&mut news, n, 1).await,
+        [("/user/dispatch".to_owned(), "/user/worker".to_owned())]
     );
 
     // mote move: a counter of a continues on c with its count and address.
@@ -208,17 +300,22 @@ node = "a"
         );
     }
 
-    // The watcher on a watches the victim on b; entities spread over a, b and c.
-    let (node, victim) = find(&nats, "/user/victim").await;
-    assert_eq!(node, "b");
-    tell(
-        &t,
-        "/user/watcher",
-        &Watch::Watch {
-            path: "/user/victim".into(),
-            incarnation: victim,
-        },
-    );
+    // The watcher on a watches two actors of b; entities spread over a, b and c.
+    let mut watched = Vec::new();
+    for path in ["/user/victim", "/user/count"] {
+        let (node, incarnation) = find(&nats, path).await;
+        assert_eq!(node, "b");
+        tell(
+            &t,
+            "/user/watcher",
+            &Watch::Watch {
+                path: path.into(),
+                incarnation,
+            },
+        );
+        watched.push(incarnation);
+    }
+    watched.sort();
     let carts: Vec<String> = (0..16).map(|i| format!("/user/carts/{i}")).collect();
     for cart in &carts {
         tell(&t, cart, &Entity::Add(1));
@@ -235,13 +332,17 @@ node = "a"
     }
     assert!(!on_b.is_empty(), "some carts live on b");
 
-    // kill -9 b: the watcher hears once, the others hear b down, b's carts re-home.
+    // kill -9 b: the watcher hears once of each, the others hear b down, b's carts re-home.
     let killed = Instant::now();
     b.child.kill().unwrap();
     b.child.wait().unwrap();
     assert_eq!(next_kind(&mut events, NODE_DOWN_KIND).await, "b");
-    let told = report_labelled(&mut watch, "terminated").await;
-    assert_eq!(told.value, victim);
+    let mut told = Vec::new();
+    for _ in &watched {
+        told.push(report_labelled(&mut watch, "terminated").await.value);
+    }
+    told.sort();
+    assert_eq!(told, watched, "one terminated for each watched actor of b");
     assert!(
         killed.elapsed() < Duration::from_secs(5),
         "detected within seconds"
@@ -272,7 +373,7 @@ node = "a"
             .recv_timeout(Duration::from_millis(1500))
             .await
             .is_none(),
-        "exactly one terminated"
+        "exactly one terminated each"
     );
 
     // b rejoins under its name and takes its actors back.

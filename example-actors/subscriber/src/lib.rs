@@ -1,8 +1,9 @@
 //! Subscriber: reports what is published to a topic, for publish/subscribe tests.
 //!
-//! Init: `<topic> <R>`. It subscribes to `<topic>` in `start`; each `Seq { n, .. }` it receives
-//! (published or not) is reported to `R` as `Report { from: <its path>, label: <the sender's
-//! path, or "none">, value: n }`.
+//! Init: `<topic> <R>`. It subscribes to `<topic>` in `start` (a topic written `group:<name>`:
+//! it joins the group `<name>` instead); each `Seq { n, .. }` it receives (published or not) is
+//! reported to `R` as `Report { from: <its path>, label: <the sender's path, or "none">, value:
+//! n }`.
 
 use mote_example_protocol::{Seq, init_arg, init_words, report};
 use mote_guest::{Actor, Context, Result};
@@ -19,7 +20,10 @@ impl Actor for Subscriber {
         let words = init_words(init);
         let topic: String = init_arg(&words, 0, "topic")?;
         let report_to = init_arg(&words, 1, "report-path")?;
-        ctx.subscribe(&topic)?;
+        match topic.strip_prefix("group:") {
+            Some(group) => ctx.join(group)?,
+            None => ctx.subscribe(&topic)?,
+        }
         Ok(Self { report_to })
     }
 
