@@ -66,6 +66,50 @@ const PYTHON: &[File] = &[
         "mote/context.py",
         include_str!("../../example-actors/python/mote/context.py"),
     ),
+    (
+        "mote/patterns/__init__.py",
+        include_str!("../../example-actors/python/mote/patterns/__init__.py"),
+    ),
+    (
+        "mote/patterns/_wire.py",
+        include_str!("../../example-actors/python/mote/patterns/_wire.py"),
+    ),
+    (
+        "mote/patterns/circuit_breaker.py",
+        include_str!("../../example-actors/python/mote/patterns/circuit_breaker.py"),
+    ),
+    (
+        "mote/patterns/pipeline.py",
+        include_str!("../../example-actors/python/mote/patterns/pipeline.py"),
+    ),
+    (
+        "mote/patterns/pipeline_builder.py",
+        include_str!("../../example-actors/python/mote/patterns/pipeline_builder.py"),
+    ),
+    (
+        "mote/patterns/pod_manager.py",
+        include_str!("../../example-actors/python/mote/patterns/pod_manager.py"),
+    ),
+    (
+        "mote/patterns/reaper.py",
+        include_str!("../../example-actors/python/mote/patterns/reaper.py"),
+    ),
+    (
+        "mote/patterns/router.py",
+        include_str!("../../example-actors/python/mote/patterns/router.py"),
+    ),
+    (
+        "mote/patterns/service_manager.py",
+        include_str!("../../example-actors/python/mote/patterns/service_manager.py"),
+    ),
+    (
+        "mote/patterns/supervision.py",
+        include_str!("../../example-actors/python/mote/patterns/supervision.py"),
+    ),
+    (
+        "mote/patterns/throttle.py",
+        include_str!("../../example-actors/python/mote/patterns/throttle.py"),
+    ),
     ("wit/actor.wit", include_str!("../../wit/actor.wit")),
     (
         "build.sh",
@@ -110,6 +154,14 @@ const JS: &[File] = &[
     (
         "mote/wit.js",
         include_str!("../../example-actors/js/mote/wit.js"),
+    ),
+    (
+        "mote/patterns.js",
+        include_str!("../../example-actors/js/mote/patterns.js"),
+    ),
+    (
+        "mote/patterns.d.ts",
+        include_str!("../../example-actors/js/mote/patterns.d.ts"),
     ),
     ("wit/actor.wit", include_str!("../../wit/actor.wit")),
     (
@@ -225,4 +277,49 @@ fn make_executable(path: &Path) -> anyhow::Result<()> {
     permissions.set_mode(0o755);
     std::fs::set_permissions(path, permissions)
         .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SDK files under `example-actors/<lang>/mote`, relative to it, sorted.
+    fn sdk_files(lang: &str) -> Vec<String> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../example-actors");
+        let sdk = root.join(lang).join("mote");
+        let mut files = Vec::new();
+        let mut dirs = vec![sdk.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("the SDK directory") {
+                let path = entry.expect("an SDK file").path();
+                if path.is_dir() {
+                    if !path.ends_with("__pycache__") {
+                        dirs.push(path);
+                    }
+                } else {
+                    let relative = path.strip_prefix(&sdk).expect("under the SDK");
+                    files.push(format!("mote/{}", relative.display()));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// The `mote/` files a template writes, sorted.
+    fn template_files(template: &[File]) -> Vec<String> {
+        let mut files: Vec<String> = template
+            .iter()
+            .filter(|(path, _)| path.starts_with("mote/"))
+            .map(|(path, _)| path.to_string())
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn the_python_and_js_templates_carry_every_file_of_their_sdk_patterns_included() {
+        assert_eq!(template_files(PYTHON), sdk_files("python"));
+        assert_eq!(template_files(JS), sdk_files("js"));
+    }
 }

@@ -503,6 +503,24 @@ fn new_scaffolds_rust_python_and_js_actors_that_build_and_run() {
     run_in(&dir, mote_bin, &["new", "tmpl-js", "--lang", "js"]);
     let line = one_line_error(&mote(&["new", "Bad Name"]));
     assert!(line.contains("invalid project name"), "{line}");
+    // The SDKs' pattern helpers come with them: a use of them builds (componentize-py and
+    // componentize-js run the module's top level when they build).
+    let add_to = |file: &str, text: &str| {
+        let path = dir.join(file);
+        let app = std::fs::read_to_string(&path).expect("the scaffolded app");
+        std::fs::write(&path, format!("{app}\n{text}")).expect("the app");
+    };
+    add_to(
+        "tmpl-py/app.py",
+        "from mote.patterns import init, throttle\n\n\
+         SLOW = init(throttle.Config(target=\"/user/p\", rate=10))\n",
+    );
+    add_to(
+        "tmpl-js/app.js",
+        "import { init, throttle } from './mote/patterns.js';\n\n\
+         const slow = init(new throttle.Config({ target: '/user/j', rate: 10 }));\n\
+         if (slow.length === 0) throw new Error('an empty throttle config');\n",
+    );
 
     // The Rust template builds as it is (sharing the example actors' compiled dependencies).
     let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
