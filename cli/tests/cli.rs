@@ -1164,3 +1164,71 @@ fn snapshot_and_restore_move_an_actors_memory_through_an_image_file() {
     let line = one_line_error(&mote(&["snapshot", "/user/nobody", "--control", s]));
     assert!(line.contains("no live actor at /user/nobody"), "{line}");
 }
+
+/// `line` split as a shell would, for the plain quoting README commands use: words, '...' and
+/// "..." (with \" inside), up to a `#` comment; a trailing `&` is dropped.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '#' if word.is_none() => break,
+            ' ' | '\t' => words.extend(word.take()),
+            '\'' => word
+                .get_or_insert_default()
+                .extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '"' => {
+                let word = word.get_or_insert_default();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            c => word.get_or_insert_default().push(c),
+        }
+    }
+    words.extend(word);
+    if words.last().is_some_and(|w| w == "&") {
+        words.pop();
+    }
+    words
+}
+
+/// Every `mote` command in the README's code blocks parses: each runs with `--help` added,
+/// which clap answers only once every argument before it is one the command takes. A line with
+/// `...` is an ellipsis, not a command.
+#[test]
+fn the_readme_command_lines_parse() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(readme).expect("the README");
+    let mut in_block = false;
+    let mut checked = 0;
+    for (n, line) in readme.lines().enumerate() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let command = line.trim_start().trim_start_matches("$ ");
+        if !in_block || !command.starts_with("mote ") || command.contains("...") {
+            continue;
+        }
+        let words = shell_words(command);
+        let out = Command::new(env!("CARGO_BIN_EXE_mote"))
+            .args(&words[1..])
+            .arg("--help")
+            .output()
+            .expect("run mote");
+        assert!(
+            out.status.success(),
+            "README.md:{}: {command}\n{}",
+            n + 1,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} commands found");
+}
