@@ -1,13 +1,14 @@
 """`Actor`, the base class of a Python actor, and `export`, which drives one through the
 `actor`, `supervisor` and `upgrade` exports of the contract (world `upgradable-actor-world`)."""
 
+import dataclasses
 import gc
 import traceback
 
 from . import _wit
 from ._wit import Err, types
-from .codec import Malformed, decode, decode_as
-from .context import ASK_PREFIX, Context, DeadLetter, Envelope, Failure
+from .codec import Malformed, decode, decode_as, encode, message, variant
+from .context import ASK_PREFIX, Context, DeadLetter, Envelope, Failure, _kind_body
 
 __all__ = ["Actor", "export", "state", "from_state", "TERMINATED", "DEAD_LETTER",
            "ASK_TIMEOUT", "HTTP_RESPONSE"]
@@ -258,8 +259,45 @@ def export(cls):
             runtime.migrate(from_version, saved)
 
     ActorExport.runtime = runtime
+    _warm()
     _settle()
     return ActorExport, SupervisorExport, UpgradeExport
+
+
+@message("mote.warm")
+@dataclasses.dataclass
+class _WarmBody:
+    """The typed message `_warm` sends through the codec."""
+
+    n: int = 0
+
+
+class _Warm(Actor):
+    """The actor `_warm` drives: what an actor's `receive` does, short of calling the host."""
+
+    messages = [_WarmBody]
+
+    def receive(self, ctx, msg):
+        variant({"Warm": [msg.n, "x", True]})
+        ctx.become_(_Warm.receive)
+        ctx.unbecome()
+        return _kind_body("mote.warm", {"n": msg.n, "totals": {"x": msg.n}})
+
+
+def _warm():
+    """Runs the SDK's pure paths (dispatch, the JSON codec, behaviours) while componentize-py
+    pre-initialises the module, so the bytecode they specialise is part of the heap image every
+    instance shares instead of being rewritten in each. No host call: the imports do not exist
+    yet. Measured (`mote-bench languages`, same-run pairs): 0.85x the memory per instance
+    (PSS) and 0.94x its RSS."""
+    probe = Runtime(_Warm)
+    probe.actor = _Warm()
+    body = encode(_WarmBody(1))
+    for _ in range(64):
+        env = Envelope(_WarmBody.__mote_kind__, body)
+        probe._hook(lambda: probe._dispatch(env))
+    decode(body)
+    decode_as(None, body)
 
 
 def _settle():

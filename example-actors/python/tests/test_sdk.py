@@ -503,6 +503,13 @@ class Exports(unittest.TestCase):
         self.assertIsNone(supervisor().supervise(mote.Address("/c", 1),
                                                  mote.FailureKind.TRAP, "x"))
 
+    def test_export_warms_the_sdk_without_calling_the_host(self):
+        host = fake_wit.reset()
+        actor, _, _ = mote.export(Counter)
+        self.assertEqual(host.calls, [], "at pre-initialisation the imports do not exist yet")
+        self.assertEqual(actor.runtime.behaviors, [])
+        self.assertIsNone(actor.runtime.actor, "the actor itself starts only in `start`")
+
     def test_export_freezes_the_heap_the_import_left(self):
         import gc
 
