@@ -130,13 +130,14 @@ pub(crate) struct ActorInstance {
 
 impl ActorInstance {
     /// Instantiates `module` in a fresh store; on failure the store data comes back.
-    pub(crate) async fn new(module: &Module, state: ActorState) -> Result<Self, Stillborn> {
+    pub(crate) async fn new(module: &Module, mut state: ActorState) -> Result<Self, Stillborn> {
         let engine = module.pre.engine().clone();
         let config = &state.core.kernel.config;
         let (slice_ticks, epochs) = (config.time_slice_ticks, config.epoch_interruption);
         // Only an actor that can read its CPU time pays for measuring it, unless the host
         // meters every actor (for its metrics).
         let usage = (module.metered || config.meter_cpu).then(|| state.core.stats.clone());
+        state.core.meter.new_store();
         let mut store = Store::new(&engine, state);
         store.limiter(|state| &mut state.core.meter);
         if epochs {

@@ -2,8 +2,9 @@
 //! run, and how much time its calls have used so far.
 //!
 //! Invariants:
-//! - Linear memory never grows past the limit; an attempt is remembered, so the failure it
-//!   causes can say that the limit was the reason.
+//! - The linear memories of one store never take more than the limit together (a component
+//!   instrumented for snapshots has the shim's besides the guest's); an attempt is
+//!   remembered, so the failure it causes can say that the limit was the reason.
 //! - One call runs for at most its CPU deadline, counted in whole time slices (the epoch
 //!   callback charges one slice per tick the guest runs through).
 //! - [`Usage::cpu`] only grows, and counts only the time a call was actually being run on a
@@ -35,6 +36,8 @@ pub(crate) struct Meter {
     slices_used: u64,
     /// Set when the guest tried to grow its memory past the limit.
     memory_hit: bool,
+    /// The bytes of linear memory the current store's memories take together.
+    memory_total: usize,
     /// What this incarnation has done and used so far, over all its instances.
     pub(crate) stats: Arc<ActorStats>,
 }
@@ -53,8 +56,14 @@ impl Meter {
             slice,
             slices_used: 0,
             memory_hit: false,
+            memory_total: 0,
             stats,
         }
+    }
+
+    /// Starts counting the memories of a new store (a new instance of the actor).
+    pub(crate) fn new_store(&mut self) {
+        self.memory_total = 0;
     }
 
     /// Starts the budget of a new call.
@@ -83,18 +92,24 @@ impl Meter {
 impl ResourceLimiter for Meter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_limit {
+        // A new memory comes with `current` 0; one memory's growth adds the difference.
+        let total = self
+            .memory_total
+            .saturating_sub(current)
+            .saturating_add(desired);
+        if total > self.memory_limit {
             self.memory_hit = true;
             wasmtime::bail!(
-                "memory limit exceeded: the actor asked for {desired} bytes, its limit is {} bytes",
+                "memory limit exceeded: the actor asked for {total} bytes, its limit is {} bytes",
                 self.memory_limit
             );
         }
-        self.stats.usage.set_memory(desired);
+        self.memory_total = total;
+        self.stats.usage.set_memory(total);
         Ok(true)
     }
 
@@ -184,5 +199,31 @@ mod tests {
         assert!(meter.memory_growing(4096, 8192, None).is_err());
         assert_eq!(meter.memory_hit(), Some(4096));
         assert_eq!(stats.usage.memory_bytes(), 4096, "a refused growth is not");
+    }
+
+    #[test]
+    fn the_memories_of_one_store_share_the_limit_and_a_new_store_starts_from_none() {
+        let stats = Arc::new(ActorStats::default());
+        let mut meter = Meter::new(
+            10_000,
+            Duration::from_secs(1),
+            Duration::from_millis(10),
+            stats.clone(),
+        );
+        assert!(meter.memory_growing(0, 6000, None).unwrap());
+        assert!(
+            meter.memory_growing(0, 1000, None).unwrap(),
+            "a second memory"
+        );
+        assert_eq!(stats.usage.memory_bytes(), 7000);
+        assert!(meter.memory_growing(1000, 3000, None).unwrap());
+        assert_eq!(stats.usage.memory_bytes(), 9000);
+        assert!(
+            meter.memory_growing(6000, 8000, None).is_err(),
+            "11,000 in all"
+        );
+        meter.new_store();
+        assert!(meter.memory_growing(0, 8000, None).unwrap());
+        assert_eq!(stats.usage.memory_bytes(), 8000);
     }
 }
