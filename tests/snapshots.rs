@@ -32,6 +32,53 @@ async fn a_c_actor_keeps_its_in_memory_state_through_images() {
         .await;
 }
 
+/// A module deployed with snapshots on is compiled from its instrumented bytes, cached under
+/// their own hash: the same bytes deployed without snapshots compile apart, and after a
+/// restart each loads its own artifact, the snapshot one still capturable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_bytes_with_and_without_snapshots_never_share_a_compiled_artifact() {
+    use mote_example_protocol::Counter;
+    let dir = TempDir::new("snapshot-compiled-cache");
+    let bytes = std::fs::read(mote_test_programs::path("counter").unwrap()).unwrap();
+    for restarted in [false, true] {
+        let mut config = HostConfig::new();
+        config.module_cache(dir.0.join("modules"));
+        let system = ActorSystem::new(config).unwrap();
+        system.deploy("plain", &bytes).unwrap();
+        system
+            .deploy_granted("snap", "0", &bytes, &["snapshot".to_owned()])
+            .unwrap();
+        let stats = system.module_stats();
+        let expected = if restarted { (0, 2) } else { (2, 0) };
+        assert_eq!(
+            (stats.compiled, stats.cache_hits),
+            expected,
+            "restarted: {restarted}"
+        );
+        system.spawn("p", "plain", b"").unwrap();
+        system.spawn("s", "snap", b"").unwrap();
+        tell(&system, "/user/s", &Counter::Add(3));
+        let counted: Counter = ask_as(&system, "/user/s", &Counter::Get).await;
+        assert_eq!(counted, Counter::Value(3));
+        let refused = system.snapshot("/user/p").await;
+        assert!(
+            matches!(
+                refused,
+                Err(SnapshotError::Image(ImageError::NotEnabled(_)))
+            ),
+            "{refused:?}"
+        );
+        let image = system.snapshot("/user/s").await.unwrap();
+        system
+            .restore(&image, Some("/user/t"), SpawnOptions::default())
+            .await
+            .unwrap();
+        let value: Counter = ask_as(&system, "/user/t", &Counter::Get).await;
+        assert_eq!(value, Counter::Value(3));
+        system.shutdown().await.ok();
+    }
+}
+
 /// What cannot be imaged is refused with its reason, and the actor runs on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_actor_that_cannot_be_captured_is_refused_with_the_reason() {

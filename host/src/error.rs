@@ -241,6 +241,16 @@ pub enum ModuleError {
     /// The module registry in the database could not be updated.
     #[error("cannot record the module in the database")]
     Database(#[source] DatabaseError),
+    /// The module was deployed with snapshots on, but its component has a shape whose core
+    /// state images cannot reach.
+    #[error("module {name:?} cannot be deployed with snapshots on")]
+    Snapshots {
+        /// The module name.
+        name: String,
+        /// What the instrumentation refused.
+        #[source]
+        source: crate::sandbox::instrument::InstrumentError,
+    },
 }
 
 /// A spawn was refused.

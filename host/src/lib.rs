@@ -37,7 +37,8 @@
 //!  kernel      registry · delivery · dead letters · spawn/stop · guardian (root supervision)
 //!    │         · tally (counts kept across actors' lives, for the metrics)
 //!  actor       mailbox (three lanes, ActorRef) · supervisor (strategies, decisions)
-//!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings
+//!  sandbox     engine + epoch ticker · arenas · meter (memory, CPU) · WIT bindings ·
+//!              images (instrument adds the snapshot shim at deploy · baseline · image)
 //!  sched       the actor scheduler: worker threads polling cells (tokio keeps I/O, time)
 //!  storage     database (the redb file) · committer (group commit) · jetstream (records,
 //!              checkpoints and writer leases in NATS JetStream)
@@ -135,6 +136,7 @@ pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
 pub use sandbox::compile_cache::{FunctionCache, FunctionCacheStats};
 pub use sandbox::engine::MemoryStrategy;
 pub use sandbox::image::ImageError;
+pub use sandbox::instrument::InstrumentError;
 pub use stats::StatsSnapshot;
 pub use storage::jetstream::StoreConfig;
 pub use storage::{CommitStats, SCHEMA_VERSION};

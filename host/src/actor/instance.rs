@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::{Func, TypedFunc};
+use wasmtime::component::{Func, Instance, TypedFunc};
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::actor::supervisor::{Directive, FailureKind};
@@ -112,6 +112,8 @@ const KEEP_PACKED: usize = 4096;
 /// A live wasm instance of one actor.
 pub(crate) struct ActorInstance {
     store: Store<ActorState>,
+    /// The component instance, for its snapshot shim.
+    instance: Instance,
     bindings: ActorWorld,
     supervise: Option<SuperviseFunc>,
     upgrade: Option<(SaveStateFunc, MigrateFunc)>,
@@ -156,11 +158,9 @@ impl ActorInstance {
             Ok(instance) => instance,
             Err(e) => return Err(failed(store, "instantiation failed", e)),
         };
-        if let Some(baselines) = &module.images
-            && baselines.wanted()
-        {
+        if let Some(snapshots) = &module.images {
             // The first fresh instances of a module say what its images diff against.
-            baselines.record(&mut store);
+            snapshots.record(&mut store, instance).await;
         }
         let bindings = match module.indices.load(&mut store, &instance) {
             Ok(bindings) => bindings,
@@ -198,6 +198,7 @@ impl ActorInstance {
         };
         Ok(ActorInstance {
             store,
+            instance,
             bindings,
             supervise,
             upgrade,
@@ -211,9 +212,9 @@ impl ActorInstance {
     }
 
     /// Reads the instance's core state between two calls (its module deployed with
-    /// snapshots on).
-    pub(crate) fn capture(&mut self, module: &Module) -> Result<CoreImage, ImageError> {
-        let Some(baselines) = &module.images else {
+    /// snapshots on), through the snapshot shim.
+    pub(crate) async fn capture(&mut self, module: &Module) -> Result<CoreImage, ImageError> {
+        let Some(snapshots) = &module.images else {
             return Err(ImageError::NotEnabled(module.name.to_string()));
         };
         if self.poisoned {
@@ -221,12 +222,34 @@ impl ActorInstance {
                 "its instance trapped and cannot be entered".into(),
             ));
         }
-        image::capture(&mut self.store, baselines)
+        // The shim's calls run under a call's budget, as the guest's do.
+        self.begin_call();
+        let captured = image::capture(&mut self.store, self.instance, snapshots).await;
+        self.poison_on_access(captured)
     }
 
-    /// Writes `image` into this fresh instance, within `limit` bytes of memory.
-    pub(crate) fn restore(&mut self, image: &CoreImage, limit: u64) -> Result<(), ImageError> {
-        image::restore(&mut self.store, image, limit)
+    /// Writes `image` into this fresh instance of `module`, within `limit` bytes of memory.
+    pub(crate) async fn restore(
+        &mut self,
+        module: &Module,
+        image: &CoreImage,
+        limit: u64,
+    ) -> Result<(), ImageError> {
+        let Some(snapshots) = &module.images else {
+            return Err(ImageError::NotEnabled(module.name.to_string()));
+        };
+        self.begin_call();
+        let restored =
+            image::restore(&mut self.store, self.instance, snapshots, image, limit).await;
+        self.poison_on_access(restored)
+    }
+
+    /// A shim call that failed may have trapped: the instance is not entered again.
+    fn poison_on_access<T>(&mut self, result: Result<T, ImageError>) -> Result<T, ImageError> {
+        if let Err(ImageError::Access(_)) = &result {
+            self.poisoned = true;
+        }
+        result
     }
 
     /// The store data.

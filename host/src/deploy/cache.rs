@@ -48,8 +48,9 @@ impl CompiledCache {
         }
     }
 
-    /// The component for `bytes` (whose SHA-256 is `hash`): from the cache if it holds a usable
-    /// copy, otherwise compiled (and then cached).
+    /// The component for `bytes` (whose SHA-256 is `hash`, the bytes compiled: an instrumented
+    /// module's are not its deployed bytes): from the cache if it holds a usable copy,
+    /// otherwise compiled (and then cached).
     pub(crate) fn component(
         &self,
         engine: &Engine,

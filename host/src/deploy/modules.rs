@@ -13,6 +13,9 @@
 //!   a restarted host has them again as they were.
 //! - A module is compiled for the engine of the memory strategy its bytes call for
 //!   (`sandbox::engine::strategy_for`), and all its actors run on that engine.
+//! - A module deployed with snapshots on is compiled from its instrumented bytes
+//!   (`sandbox::instrument`), cached under their own hash: the same bytes deployed with and
+//!   without snapshots never share a compiled artifact.
 //! - Each version keeps its bytes (once, beside the compiled code), so that a host that joins
 //!   a cluster can store them there whether or not it has a database.
 //!
@@ -34,7 +37,9 @@ use crate::error::{HostError, ModuleError};
 use crate::progress::{Reports, Task};
 use crate::sandbox::bindings::ActorWorldIndices;
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
-use crate::sandbox::image::Baselines;
+use crate::sandbox::image::Snapshots;
+use crate::sandbox::instrument::{InstrumentError, instrument};
+use crate::sandbox::shim::ShimExports;
 use crate::storage::Database;
 
 /// The version a module gets when none is given.
@@ -73,8 +78,8 @@ pub(crate) struct Module {
     /// Where its instances' linear memory comes from.
     pub(crate) memory: MemoryStrategy,
     /// Set if it was deployed with snapshots on: its instances can be captured as images,
-    /// diffed against these fresh ones.
-    pub(crate) images: Option<Baselines>,
+    /// through the shim its instrumented component carries.
+    pub(crate) images: Option<Snapshots>,
 }
 
 /// One deployed module version, as listed by [`crate::ActorSystem::module_list`].
@@ -125,8 +130,8 @@ impl Backend {
 
 /// The modules deployed on one host.
 pub(crate) struct Modules {
-    /// One backend per engine: arena memory and copy-on-write images, each without and with
-    /// snapshots (see [`Modules::backend`]).
+    /// One backend per engine: arena memory, then copy-on-write images (see
+    /// [`Modules::backend`]).
     backends: Vec<Backend>,
     /// From how many bytes of initial data a module goes on images.
     image_threshold: u64,
@@ -273,11 +278,26 @@ impl Modules {
         }
         checks::check_header(name, bytes)?;
         let memory = strategy_for(bytes, self.image_threshold);
-        let images = grants.iter().any(|g| g == checks::SNAPSHOT_GRANT);
-        let backend = self.backend(memory, images);
+        let backend = self.backend(memory);
+        let snapshots = grants.iter().any(|g| g == checks::SNAPSHOT_GRANT);
+        let instrumented = match snapshots {
+            true => Some(instrument(bytes).map_err(|source| ModuleError::Snapshots {
+                name: name.to_owned(),
+                source,
+            })?),
+            false => None,
+        };
+        // What is compiled, and the key it is cached under: the hash of those bytes.
+        let (compiled, key) = match &instrumented {
+            Some(instrumented) => (
+                &instrumented.bytes[..],
+                checks::content_hash(&instrumented.bytes),
+            ),
+            None => (bytes, hash.clone()),
+        };
         let component = backend
             .cache
-            .component(&backend.engine, name, &hash, bytes, || {
+            .component(&backend.engine, name, &key, compiled, || {
                 let task = Task::Compile {
                     module: name.to_owned(),
                     version: version.to_owned(),
@@ -297,7 +317,15 @@ impl Modules {
             bytes,
         };
         let mut module = prepare(backend, memory, source, &component)?;
-        module.images = images.then(Baselines::default);
+        if let Some(instrumented) = instrumented {
+            let exports = ShimExports::find(&component).ok_or_else(|| ModuleError::Snapshots {
+                name: name.to_owned(),
+                source: InstrumentError::Unsupported(
+                    "the compiled component lacks the snapshot shim's exports".to_owned(),
+                ),
+            })?;
+            module.images = Some(Snapshots::new(instrumented.layout, exports));
+        }
         let module = Arc::new(module);
         let mut map = self.write();
         let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
@@ -427,12 +455,10 @@ impl Modules {
             })
     }
 
-    /// The backend of a memory strategy.
-    /// The backend of a memory strategy, with or without snapshots: engines are listed arena
-    /// then image, without snapshots then with (see `system::wiring`).
-    fn backend(&self, memory: MemoryStrategy, images: bool) -> &Backend {
-        let index = usize::from(images) * 2 + usize::from(memory == MemoryStrategy::Image);
-        &self.backends[index]
+    /// The backend of a memory strategy: engines are listed arena then image (see
+    /// `system::wiring`).
+    fn backend(&self, memory: MemoryStrategy) -> &Backend {
+        &self.backends[usize::from(memory == MemoryStrategy::Image)]
     }
 }
 

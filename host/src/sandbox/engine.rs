@@ -63,16 +63,13 @@ fn initial_data_bytes(bytes: &[u8]) -> Option<u64> {
     Some(total)
 }
 
-/// Builds the engine for one memory strategy; with `images`, compiled code keeps the state
-/// wasmtime's guest-debug access reads, so that instances can be captured as images (see
-/// [`super::image`]).
+/// Builds the engine for one memory strategy. Modules deployed with snapshots on run on it
+/// too: their components are instrumented instead (see [`super::instrument`]).
 pub(crate) fn build_engine(
     config: &HostConfig,
     memory: MemoryStrategy,
-    images: bool,
 ) -> Result<Engine, HostError> {
     let mut wasm = Config::new();
-    wasm.guest_debug(images);
     wasm.wasm_component_model(true)
         .epoch_interruption(config.epoch_interruption)
         // Concurrency support slows every call 2.5-4x (DESIGN §12) and no feature needs it yet.
@@ -205,7 +202,7 @@ mod tests {
     fn an_image_memory_grows_in_place_up_to_the_memory_limit() {
         let mut config = HostConfig::new();
         config.memory_limit(4 << 20);
-        let engine = build_engine(&config, MemoryStrategy::Image, false).unwrap();
+        let engine = build_engine(&config, MemoryStrategy::Image).unwrap();
         let wat = r#"(module (memory (export "m") 1) (data (i32.const 0) "image"))"#;
         let module = wasmtime::Module::new(&engine, wat).unwrap();
         let mut store = wasmtime::Store::new(&engine, ());
@@ -222,7 +219,7 @@ mod tests {
     fn with_a_perf_map_compiled_guest_code_is_listed_for_perf() {
         let mut config = HostConfig::new();
         config.perf_map(true);
-        let engine = build_engine(&config, MemoryStrategy::Arena, false).unwrap();
+        let engine = build_engine(&config, MemoryStrategy::Arena).unwrap();
         let wat = r#"(component (core module (func (export "guest_function_for_perf"))))"#;
         let _component = wasmtime::component::Component::new(&engine, wat).unwrap();
         let map = format!("/tmp/perf-{}.map", std::process::id());

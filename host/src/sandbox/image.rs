@@ -1,37 +1,36 @@
 //! Core images: the state of one actor's wasm instance, read between two guest calls and
 //! written into a fresh instance of the same module version.
 //!
-//! A component instance is a set of core instances, created in the same order by every
-//! instantiation of the same component. An image holds, for each of them by its place in that
-//! order: its mutable globals, its linear memories and the sizes of its tables. Memory is kept
-//! as the 4 KiB pages that differ from a fresh instance of the module (the module's
-//! [`Baseline`], taken from the first instance and checked against the second), zstd-compressed;
-//! until that check has passed, or if it failed, as every non-zero page, against zeroes. A
+//! A module deployed with snapshots on is instrumented ([`super::instrument`]): its
+//! component carries a snapshot shim ([`super::shim`]) that reaches every linear memory, table
+//! and mutable global its core instances define, and the [`Layout`] says which is which. An
+//! image holds, by [`Slot`] (core instance in creation order, index in it): the mutable
+//! globals, the linear memories and the sizes of the tables. Memory is kept as the 4 KiB pages
+//! that differ from a fresh instance of the module (its [`Baselines`]), zstd-compressed; until
+//! the baseline is confirmed, or if it was not, as every non-zero page, against zeroes. A
 //! restore writes only the pages the image holds, so an instance on copy-on-write memory keeps
 //! sharing the rest with the module's image.
 //!
-//! Reading core state needs wasmtime's guest-debug access ([`crate::sandbox::engine`] builds
-//! such engines for modules deployed with `snapshot`): an instance of another engine has no
-//! image, and says so.
-//!
-//! What an image cannot hold is refused when capturing, never silently dropped: a shared
-//! memory, a mutable reference-typed global, a table grown since instantiation (its contents
-//! are rebuilt by instantiation, not kept).
+//! What an image cannot hold is refused when capturing, never silently dropped: a mutable
+//! global of a vector or reference type, a table grown since instantiation (its contents are
+//! rebuilt by instantiation, not kept). Shared and 64-bit memories are refused at deploy.
 //!
 //! Invariants:
 //! - Capturing reads the instance and changes nothing in it.
 //! - An image is untrusted input on restore: every index, size, page number and length is
-//!   checked against the fresh instance and the decompressed data before any byte is written,
-//!   and a bad one is an [`ImageError`], never a panic or a write out of bounds.
+//!   checked against the layout, the fresh instance and the decompressed data before any
+//!   byte is written, and a bad one is an [`ImageError`], never a panic, a trap or a write
+//!   out of bounds.
 //! - A restored instance's memories and globals equal the captured ones, byte for byte.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
-use wasmtime::{AsContextMut, Instance, Mutability, Val};
+use wasmtime::Store;
+use wasmtime::component::Instance;
 
-/// The granularity of the page diff, in bytes.
-pub(crate) const PAGE: usize = 4096;
+use super::baseline::{Baselines, CHUNK, PAGE, each_page, is_zero, table_sizes};
+use super::instrument::{Layout, Slot};
+use super::shim::{Num, Shim, ShimExports, WASM_PAGE};
+
 /// The zstd level images are compressed at: fast, and zero-heavy pages still shrink well.
 const LEVEL: i32 = 1;
 
@@ -55,14 +54,14 @@ pub enum ImageError {
         /// The actor's memory limit.
         limit: u64,
     },
+    /// A call of the instance's snapshot shim failed (the instance is unusable after it).
+    #[error("the instance's core state could not be read or written: {0}")]
+    Access(String),
 }
 
-/// Where a global, memory or table is: the core instance's place in creation order, and its
-/// index in that instance's index space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Slot {
-    pub(crate) instance: u32,
-    pub(crate) index: u32,
+/// A failed call of the shim.
+fn access(error: wasmtime::Error) -> ImageError {
+    ImageError::Access(format!("{error:#}"))
 }
 
 /// A global's value, by type.
@@ -74,34 +73,36 @@ pub(crate) enum Value {
     F32(u32),
     /// The bits of an f64.
     F64(u64),
-    V128(u128),
 }
 
 impl Value {
-    fn of(val: &Val) -> Option<Value> {
-        Some(match *val {
-            Val::I32(v) => Value::I32(v),
-            Val::I64(v) => Value::I64(v),
-            Val::F32(v) => Value::F32(v),
-            Val::F64(v) => Value::F64(v),
-            Val::V128(v) => Value::V128(v.as_u128()),
-            _ => return None,
-        })
-    }
-
-    fn val(self) -> Val {
-        match self {
-            Value::I32(v) => Val::I32(v),
-            Value::I64(v) => Val::I64(v),
-            Value::F32(v) => Val::F32(v),
-            Value::F64(v) => Val::F64(v),
-            Value::V128(v) => Val::V128(v.into()),
+    /// The value of a global of type `num` whose bits the shim read.
+    fn of(num: Num, bits: u64) -> Value {
+        match num {
+            Num::I32 => Value::I32(bits as u32 as i32),
+            Num::I64 => Value::I64(bits as i64),
+            Num::F32 => Value::F32(bits as u32),
+            Num::F64 => Value::F64(bits),
         }
     }
 
-    fn same_type(self, other: &Val) -> bool {
-        Value::of(other)
-            .is_some_and(|o| std::mem::discriminant(&o) == std::mem::discriminant(&self))
+    fn num(self) -> Num {
+        match self {
+            Value::I32(_) => Num::I32,
+            Value::I64(_) => Num::I64,
+            Value::F32(_) => Num::F32,
+            Value::F64(_) => Num::F64,
+        }
+    }
+
+    /// Its bits, as the shim sets them.
+    fn bits(self) -> u64 {
+        match self {
+            Value::I32(v) => u64::from(v as u32),
+            Value::I64(v) => v as u64,
+            Value::F32(bits) => u64::from(bits),
+            Value::F64(bits) => bits,
+        }
     }
 }
 
@@ -150,234 +151,85 @@ impl CoreImage {
     }
 }
 
-/// One memory of a fresh instance: its size and its non-zero pages.
-struct MemoryBase {
-    at: Slot,
-    size: usize,
-    /// Page number to contents, for the pages that are not all zero.
-    pages: std::collections::HashMap<u32, Box<[u8]>>,
+/// What a module deployed with snapshots on keeps for its images: the layout of its
+/// instrumented component, where the shim's functions are, and its baseline.
+pub(crate) struct Snapshots {
+    pub(crate) layout: Layout,
+    pub(crate) exports: ShimExports,
+    pub(crate) baselines: Baselines,
 }
 
-/// What a fresh instance of a module holds: the base images diff against.
-pub(crate) struct Baseline {
-    instances: u32,
-    memories: Vec<MemoryBase>,
-    tables: Vec<(Slot, u64)>,
-}
-
-impl Baseline {
-    /// Reads a fresh instance: every core instance's memories and table sizes.
-    pub(crate) fn of(mut store: impl AsContextMut) -> Result<Self, ImageError> {
-        let mut store = store.as_context_mut();
-        let core = Core::read(&mut store)?;
-        let mut memories = Vec::new();
-        for (at, memory) in &core.memories {
-            let data = memory.data(&store);
-            let pages = data
-                .chunks(PAGE)
-                .enumerate()
-                .filter(|(_, page)| !is_zero(page))
-                .map(|(n, page)| (n as u32, Box::<[u8]>::from(page)))
-                .collect();
-            memories.push(MemoryBase {
-                at: *at,
-                size: data.len(),
-                pages,
-            });
+impl Snapshots {
+    /// Snapshots of a module instrumented into `layout`, whose shim is at `exports`.
+    pub(crate) fn new(layout: Layout, exports: ShimExports) -> Self {
+        Snapshots {
+            layout,
+            exports,
+            baselines: Baselines::default(),
         }
-        Ok(Baseline {
-            instances: core.instances.len() as u32,
-            memories,
-            tables: core.tables,
-        })
     }
 
-    /// Whether another fresh instance holds exactly what this one does.
-    pub(crate) fn matches(&self, other: &Baseline) -> bool {
-        self.instances == other.instances
-            && self.tables == other.tables
-            && self.memories.len() == other.memories.len()
-            && self
-                .memories
-                .iter()
-                .zip(&other.memories)
-                .all(|(a, b)| a.at == b.at && a.size == b.size && a.pages == b.pages)
-    }
-}
-
-/// A module's baseline and whether a second fresh instance confirmed it.
-#[derive(Default)]
-pub(crate) struct Baselines {
-    first: std::sync::OnceLock<Arc<Baseline>>,
-    /// Set once a second fresh instance was compared: `Some(true)` if it matched.
-    confirmed: std::sync::OnceLock<bool>,
-}
-
-impl Baselines {
-    /// Records a fresh instance of the module: the first becomes the baseline, the second
-    /// confirms it or not. Later ones are not read.
-    pub(crate) fn record(&self, store: impl AsContextMut) {
-        if self.confirmed.get().is_some() {
+    /// Reads a fresh instance of the module into its baselines, if they still want one.
+    pub(crate) async fn record<T: Send + 'static>(&self, store: &mut Store<T>, instance: Instance) {
+        if !self.baselines.wanted() {
             return;
         }
-        let Ok(fresh) = Baseline::of(store) else {
-            return;
+        let read = async {
+            let shim = Shim::new(store, instance, self.exports)?;
+            super::baseline::Baseline::read(store, &shim, &self.layout).await
         };
-        match self.first.get() {
-            None => {
-                let _ = self.first.set(Arc::new(fresh));
-            }
-            Some(first) => {
-                let same = first.matches(&fresh);
-                if !same {
-                    tracing::warn!(
-                        "two fresh instances of a module differ: its images hold every \
-                         non-zero page"
-                    );
-                }
-                let _ = self.confirmed.set(same);
+        match read.await {
+            Ok(fresh) => self.baselines.record(fresh),
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "a fresh instance could not be read as a baseline")
             }
         }
     }
-
-    /// Whether every fresh instance is known to instantiate alike.
-    pub(crate) fn wanted(&self) -> bool {
-        self.confirmed.get().is_none()
-    }
-
-    /// The base an image taken now diffs against.
-    fn base(&self) -> Option<&Baseline> {
-        match self.confirmed.get() {
-            Some(true) => self.first.get().map(Arc::as_ref),
-            _ => None,
-        }
-    }
-
-    /// The baseline, confirmed or not (for table sizes).
-    fn any(&self) -> Option<&Baseline> {
-        self.first.get().map(Arc::as_ref)
-    }
 }
 
-/// The core state an instance exposes through guest-debug access.
-struct Core {
-    instances: Vec<Instance>,
-    globals: Vec<(Slot, wasmtime::Global)>,
-    memories: Vec<(Slot, wasmtime::Memory)>,
-    tables: Vec<(Slot, u64)>,
-}
-
-impl Core {
-    /// Every core instance's globals, memories (each memory once, at its first slot) and
-    /// table sizes.
-    fn read(store: &mut wasmtime::StoreContextMut<'_, impl Sized>) -> Result<Self, ImageError> {
-        let instances = store.as_context_mut().debug_all_instances();
-        let mut core = Core {
-            instances: Vec::new(),
-            globals: Vec::new(),
-            memories: Vec::new(),
-            tables: Vec::new(),
-        };
-        let mut seen = Vec::new();
-        for (i, instance) in instances.iter().enumerate() {
-            let i = i as u32;
-            for index in 0.. {
-                let Some(global) = instance.debug_global(&mut *store, index) else {
-                    break;
-                };
-                core.globals.push((Slot { instance: i, index }, global));
-            }
-            for index in 0.. {
-                let Some(memory) = instance.debug_memory(&mut *store, index) else {
-                    if instance.debug_shared_memory(&mut *store, index).is_some() {
-                        return Err(ImageError::Uncapturable(format!(
-                            "core instance {i} has a shared memory"
-                        )));
-                    }
-                    break;
-                };
-                let ptr = memory.data_ptr(&*store) as usize;
-                if memory.data_size(&*store) > 0 && seen.contains(&ptr) {
-                    continue; // an import of a memory already listed
-                }
-                seen.push(ptr);
-                core.memories.push((Slot { instance: i, index }, memory));
-            }
-            for index in 0.. {
-                let Some(table) = instance.debug_table(&mut *store, index) else {
-                    break;
-                };
-                core.tables
-                    .push((Slot { instance: i, index }, table.size(&*store)));
-            }
-        }
-        core.instances = instances;
-        Ok(core)
-    }
-}
-
-/// Whether a page is all zeroes.
-fn is_zero(page: &[u8]) -> bool {
-    let mut words = page.chunks_exact(16);
-    words
-        .by_ref()
-        .all(|w| w.iter().fold(0u8, |acc, &b| acc | b) == 0)
-        && words.remainder().iter().all(|&b| b == 0)
-}
-
-/// Reads the core state of the instance in `store` between two guest calls. `baselines` are
-/// its module's; `None` diffs against zeroes.
-pub(crate) fn capture(
-    mut store: impl AsContextMut,
-    baselines: &Baselines,
+/// Reads the core state of `instance` between two guest calls.
+pub(crate) async fn capture<T: Send + 'static>(
+    store: &mut Store<T>,
+    instance: Instance,
+    snapshots: &Snapshots,
 ) -> Result<CoreImage, ImageError> {
-    let mut store = store.as_context_mut();
-    if !store.engine().get_guest_debug() {
-        return Err(ImageError::NotEnabled(String::new()));
+    let Snapshots {
+        layout,
+        exports,
+        baselines,
+    } = snapshots;
+    if let Some((at, ty)) = layout.uncapturable.first() {
+        return Err(ImageError::Uncapturable(format!(
+            "global {} of core instance {} is a mutable {ty}",
+            at.index, at.instance
+        )));
     }
-    let core = Core::read(&mut store)?;
-    if let Some(fresh) = baselines.any() {
-        if fresh.instances as usize != core.instances.len() {
-            return Err(ImageError::Uncapturable(
-                "the component has a different number of core instances than a fresh one".into(),
-            ));
-        }
-        if let Some(((at, size), _)) = core
-            .tables
+    let shim = Shim::new(store, instance, *exports).map_err(access)?;
+    let tables = table_sizes(store, &shim, layout).await.map_err(access)?;
+    if let Some(fresh) = baselines.any()
+        && let Some(((at, size), _)) = tables
             .iter()
             .zip(&fresh.tables)
             .find(|((_, size), (_, fresh))| size != fresh)
-        {
-            return Err(ImageError::Uncapturable(format!(
-                "table {} of core instance {} was grown to {size} entries: tables are rebuilt \
-                 by instantiation, not kept",
-                at.index, at.instance
-            )));
-        }
+    {
+        return Err(ImageError::Uncapturable(format!(
+            "table {} of core instance {} was grown to {size} entries: tables are rebuilt by \
+             instantiation, not kept",
+            at.index, at.instance
+        )));
     }
-    let mut globals = Vec::new();
-    for (at, global) in &core.globals {
-        if global.ty(&store).mutability() != Mutability::Var {
-            continue;
-        }
-        let value = global.get(&mut store);
-        let Some(value) = Value::of(&value) else {
-            return Err(ImageError::Uncapturable(format!(
-                "global {} of core instance {} holds a reference",
-                at.index, at.instance
-            )));
-        };
-        globals.push((*at, value));
+    let mut globals = Vec::with_capacity(layout.globals.len());
+    for (i, (at, num)) in layout.globals.iter().enumerate() {
+        let bits = shim.global_get(store, i as u32).await.map_err(access)?;
+        globals.push((*at, Value::of(*num, bits)));
     }
     let base = baselines.base();
-    let mut memories = Vec::new();
-    for (at, memory) in &core.memories {
-        let data = memory.data(&store);
+    let mut memories = Vec::with_capacity(layout.memories.len());
+    for (i, at) in layout.memories.iter().enumerate() {
+        let size = shim.memory_size(store, i as u32).await.map_err(access)?;
         let fresh = base.and_then(|b| b.memories.iter().find(|m| m.at == *at));
-        let mut pages = Vec::new();
-        let mut raw = Vec::new();
-        for (n, page) in data.chunks(PAGE).enumerate() {
-            let n = n as u32;
+        let (mut pages, mut raw) = (Vec::new(), Vec::new());
+        each_page(store, &shim, i as u32, size, |n, page| {
             let held = match fresh.and_then(|f| f.pages.get(&n)) {
                 Some(was) => **was != *page,
                 None => !is_zero(page),
@@ -385,14 +237,15 @@ pub(crate) fn capture(
             if held {
                 pages.push(n);
                 raw.extend_from_slice(page);
-                raw.resize(pages.len() * PAGE, 0);
             }
-        }
+        })
+        .await
+        .map_err(access)?;
         let data = zstd::bulk::compress(&raw, LEVEL)
             .map_err(|e| ImageError::Uncapturable(format!("compressing memory: {e}")))?;
         memories.push(MemoryImage {
             at: *at,
-            size: memory.data_size(&store) as u64,
+            size,
             pages,
             data,
         });
@@ -403,80 +256,89 @@ pub(crate) fn capture(
         } else {
             Base::Zero
         },
-        instances: core.instances.len() as u32,
+        instances: layout.instances,
         globals,
         memories,
-        tables: core.tables,
+        tables,
     })
 }
 
-/// Writes `image` into the fresh instance in `store`, whose memories may take at most
-/// `limit` bytes in all. Everything is checked before anything is written.
-pub(crate) fn restore(
-    mut store: impl AsContextMut,
+/// One memory's write, checked: the shim's index, the pages to grow by, the image's pages
+/// and their bytes.
+struct Write<'a> {
+    memory: u32,
+    now: u64,
+    grow: u32,
+    image: &'a MemoryImage,
+    raw: Vec<u8>,
+}
+
+/// Writes `image` into the fresh `instance`, whose memories may take at most `limit` bytes
+/// in all. Everything is checked before anything is written.
+pub(crate) async fn restore<T: Send + 'static>(
+    store: &mut Store<T>,
+    instance: Instance,
+    snapshots: &Snapshots,
     image: &CoreImage,
     limit: u64,
 ) -> Result<(), ImageError> {
-    let mut store = store.as_context_mut();
-    if !store.engine().get_guest_debug() {
-        return Err(ImageError::NotEnabled(String::new()));
-    }
-    let core = Core::read(&mut store)?;
+    let layout = &snapshots.layout;
     let corrupt = |what: String| Err(ImageError::Corrupt(what));
-    if image.instances as usize != core.instances.len() {
+    if image.instances != layout.instances {
         return corrupt(format!(
             "it has {} core instances, the module {}",
-            image.instances,
-            core.instances.len()
+            image.instances, layout.instances
         ));
     }
-    if image.tables != core.tables {
+    let shim = Shim::new(store, instance, snapshots.exports).map_err(access)?;
+    if image.tables != table_sizes(store, &shim, layout).await.map_err(access)? {
         return corrupt("its table sizes differ from the module's".into());
     }
-    // Globals: each a mutable global of the same type.
+    // Globals: each a mutable global of the layout, of the same type.
     let mut globals = Vec::with_capacity(image.globals.len());
     for (at, value) in &image.globals {
-        let Some((_, global)) = core.globals.iter().find(|(slot, _)| slot == at) else {
+        let Some(i) = layout.globals.iter().position(|(slot, _)| slot == at) else {
             return corrupt(format!(
-                "no global {} in core instance {}",
+                "no mutable global {} in core instance {}",
                 at.index, at.instance
             ));
         };
-        if global.ty(&store).mutability() != Mutability::Var
-            || !value.same_type(&global.get(&mut store))
-        {
+        if layout.globals[i].1 != value.num() {
             return corrupt(format!(
                 "global {} of core instance {} is not a mutable global of that type",
                 at.index, at.instance
             ));
         }
-        globals.push((*global, *value));
+        globals.push((i as u32, *value));
     }
     // Memories: each once, growing only, within the limit, its pages in range and whole.
-    let needed: u64 = image.memories.iter().map(|m| m.size).sum();
+    let needed = image
+        .memories
+        .iter()
+        .fold(0u64, |sum, m| sum.saturating_add(m.size));
     if needed > limit {
         return Err(ImageError::TooBig { needed, limit });
     }
     let mut writes = Vec::with_capacity(image.memories.len());
-    for (i, m) in image.memories.iter().enumerate() {
-        if image.memories[..i].iter().any(|other| other.at == m.at) {
+    for (n, m) in image.memories.iter().enumerate() {
+        if image.memories[..n].iter().any(|other| other.at == m.at) {
             return corrupt("a memory is listed twice".into());
         }
-        let Some((_, memory)) = core.memories.iter().find(|(slot, _)| *slot == m.at) else {
+        let Some(i) = layout.memories.iter().position(|slot| *slot == m.at) else {
             return corrupt(format!(
                 "no memory {} in core instance {}",
                 m.at.index, m.at.instance
             ));
         };
-        let page_size = memory.page_size(&store);
-        let now = memory.data_size(&store) as u64;
-        if m.size < now || m.size % page_size != 0 {
+        let now = shim.memory_size(store, i as u32).await.map_err(access)?;
+        if m.size < now || m.size % WASM_PAGE != 0 || m.size > 1 << 32 {
             return corrupt(format!(
-                "memory size {} is below the fresh instance's {now} or not whole wasm pages",
+                "memory size {} is below the fresh instance's {now}, not whole wasm pages or \
+                 past 4 GiB",
                 m.size
             ));
         }
-        let count = m.size.div_ceil(PAGE as u64);
+        let count = m.size / PAGE as u64;
         if !m.pages.windows(2).all(|w| w[0] < w[1])
             || m.pages.last().is_some_and(|&last| u64::from(last) >= count)
         {
@@ -491,176 +353,261 @@ pub(crate) fn restore(
                 raw.len()
             ));
         }
-        writes.push((*memory, m, raw, (m.size - now) / page_size));
+        writes.push(Write {
+            memory: i as u32,
+            now,
+            grow: ((m.size - now) / WASM_PAGE) as u32,
+            image: m,
+            raw,
+        });
     }
     // Everything checked: write.
-    for (memory, m, raw, grow) in writes {
-        if grow > 0 {
-            memory
-                .grow(&mut store, grow)
-                .map_err(|_| ImageError::TooBig {
-                    needed: m.size,
-                    limit,
-                })?;
+    for write in writes {
+        let Write {
+            memory,
+            now,
+            grow,
+            image: m,
+            raw,
+        } = write;
+        if grow > 0 && !shim.grow(store, memory, grow).await.map_err(access)? {
+            return Err(ImageError::TooBig {
+                needed: m.size,
+                limit,
+            });
         }
-        let data = memory.data_mut(&mut store);
         if image.base == Base::Zero {
-            // Pages the image does not hold are zero in it.
-            let mut held = m.pages.iter().peekable();
-            for (n, page) in data.chunks_mut(PAGE).enumerate() {
-                if held.peek().is_some_and(|&&p| p as usize == n) {
-                    held.next();
-                } else if !is_zero(page) {
-                    page.fill(0);
+            // Pages the image does not hold are zero in it (the grown ones are already).
+            let mut held = m.pages.iter().copied().peekable();
+            let mut stale = Vec::new();
+            each_page(store, &shim, memory, now, |n, page| {
+                while held.next_if(|&p| p < n).is_some() {}
+                if held.peek() != Some(&n) && !is_zero(page) {
+                    stale.push(n);
                 }
+            })
+            .await
+            .map_err(access)?;
+            for (first, _, count) in runs(&stale) {
+                let (offset, length) = (first as usize * PAGE, count * PAGE);
+                shim.zero(store, memory, offset as u32, length as u32)
+                    .await
+                    .map_err(access)?;
             }
         }
-        for (page, bytes) in m.pages.iter().zip(raw.chunks_exact(PAGE)) {
-            let start = *page as usize * PAGE;
-            let end = (start + PAGE).min(data.len());
-            data[start..end].copy_from_slice(&bytes[..end - start]);
+        for (first, at, count) in runs(&m.pages) {
+            let bytes = &raw[at * PAGE..(at + count) * PAGE];
+            shim.write(store, memory, first * PAGE as u32, bytes)
+                .await
+                .map_err(access)?;
         }
     }
-    for (global, value) in globals {
-        global
-            .set(&mut store, value.val())
-            .map_err(|e| ImageError::Corrupt(format!("setting a global: {e}")))?;
+    for (i, value) in globals {
+        shim.global_set(store, i, value.bits())
+            .await
+            .map_err(access)?;
     }
     Ok(())
 }
 
+/// The runs of consecutive page numbers in `pages` (strictly increasing), each at most
+/// [`CHUNK`] bytes: its first page, the place of that page in `pages`, and its length.
+fn runs(pages: &[u32]) -> Vec<(u32, usize, usize)> {
+    let most = CHUNK as usize / PAGE;
+    let mut out: Vec<(u32, usize, usize)> = Vec::new();
+    for (at, &page) in pages.iter().enumerate() {
+        match out.last_mut() {
+            Some((first, _, count))
+                if *first as usize + *count == page as usize && *count < most =>
+            {
+                *count += 1;
+            }
+            _ => out.push((page, at, 1)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use wasmtime::component::{Component, ComponentNamedList, Lift, Linker, Lower};
+
     use super::*;
     use crate::config::HostConfig;
     use crate::sandbox::engine::{MemoryStrategy, build_engine};
+    use crate::sandbox::instrument::instrument;
 
-    /// A module with a memory (one initial data page), a mutable and an immutable global, a
-    /// table, and a function that writes `v` at `addr` and counts its calls in the global.
-    const WAT: &str = r#"(module
-        (memory (export "m") 2)
-        (data (i32.const 16) "initial")
-        (global $calls (mut i64) (i64.const 0))
-        (global $fixed i32 (i32.const 7))
-        (table 3 funcref)
-        (func (export "poke") (param $addr i32) (param $v i32)
-            (i32.store (local.get $addr) (local.get $v))
-            (global.set $calls (i64.add (global.get $calls) (i64.const 1))))
-        (func (export "peek") (param $addr i32) (result i32) (i32.load (local.get $addr)))
-        (func (export "calls") (result i64) (global.get $calls))
-        (func (export "grow") (param $pages i32) (result i32) (memory.grow (local.get $pages))))"#;
+    /// A component whose core module has a memory (one initial data page), a mutable and an
+    /// immutable global, a mutable f32, a table, and functions that write `v` at `addr`
+    /// (counting their calls in a global) and grow the memory or the table.
+    const WAT: &str = r#"(component
+        (core module $m
+            (memory (export "m") 2)
+            (data (i32.const 16) "initial")
+            (global $calls (mut i64) (i64.const 0))
+            (global $fixed i32 (i32.const 7))
+            (global $ratio (mut f32) (f32.const 0.5))
+            (table 3 funcref)
+            (func (export "poke") (param $addr i32) (param $v i32)
+                (i32.store (local.get $addr) (local.get $v))
+                (global.set $ratio (f32.mul (global.get $ratio) (f32.const 3)))
+                (global.set $calls (i64.add (global.get $calls) (i64.const 1))))
+            (func (export "peek") (param $addr i32) (result i32) (i32.load (local.get $addr)))
+            (func (export "calls") (result i64) (global.get $calls))
+            (func (export "grow") (param $pages i32) (result i32) (memory.grow (local.get $pages)))
+            (func (export "grow-table") (result i32) (table.grow (ref.null func) (i32.const 1))))
+        (core instance $i (instantiate $m))
+        (func (export "poke") (param "addr" u32) (param "v" u32) (canon lift (core func $i "poke")))
+        (func (export "peek") (param "addr" u32) (result u32) (canon lift (core func $i "peek")))
+        (func (export "calls") (result u64) (canon lift (core func $i "calls")))
+        (func (export "grow") (param "pages" u32) (result s32) (canon lift (core func $i "grow")))
+        (func (export "grow-table") (result s32) (canon lift (core func $i "grow-table"))))"#;
 
     struct Fixture {
         engine: wasmtime::Engine,
-        module: wasmtime::Module,
+        component: Component,
+        snapshots: Snapshots,
     }
 
     impl Fixture {
-        fn new(images: bool) -> Self {
+        fn new(wat: &str) -> Self {
             let mut config = HostConfig::new();
             config.epoch_interruption(false);
-            let engine = build_engine(&config, MemoryStrategy::Arena, images).unwrap();
-            let module = wasmtime::Module::new(&engine, WAT).unwrap();
-            Fixture { engine, module }
+            let engine = build_engine(&config, MemoryStrategy::Arena).unwrap();
+            let instrumented = instrument(&wat::parse_str(wat).unwrap()).unwrap();
+            let component = Component::new(&engine, &instrumented.bytes).unwrap();
+            let exports = ShimExports::find(&component).unwrap();
+            Fixture {
+                engine,
+                component,
+                snapshots: Snapshots::new(instrumented.layout, exports),
+            }
         }
 
-        fn instance(&self) -> (wasmtime::Store<()>, wasmtime::Instance) {
-            let mut store = wasmtime::Store::new(&self.engine, ());
-            let instance = wasmtime::Instance::new(&mut store, &self.module, &[]).unwrap();
+        async fn instance(&self) -> (Store<()>, Instance) {
+            let mut store = Store::new(&self.engine, ());
+            let instance = Linker::new(&self.engine)
+                .instantiate_async(&mut store, &self.component)
+                .await
+                .unwrap();
             (store, instance)
         }
-    }
 
-    fn call<P: wasmtime::WasmParams, R: wasmtime::WasmResults>(
-        store: &mut wasmtime::Store<()>,
-        instance: &wasmtime::Instance,
-        name: &str,
-        params: P,
-    ) -> R {
-        let f = instance.get_typed_func::<P, R>(&mut *store, name).unwrap();
-        f.call(store, params).unwrap()
-    }
-
-    /// Baselines confirmed by two fresh instances of the fixture.
-    fn confirmed(fixture: &Fixture) -> Baselines {
-        let baselines = Baselines::default();
-        for _ in 0..2 {
-            let (mut store, _) = fixture.instance();
-            baselines.record(&mut store);
+        /// A fixture of [`WAT`] whose baseline two fresh instances confirmed.
+        async fn confirmed() -> Self {
+            let fixture = Fixture::new(WAT);
+            for _ in 0..2 {
+                let (mut store, instance) = fixture.instance().await;
+                fixture.snapshots.record(&mut store, instance).await;
+            }
+            assert!(!fixture.snapshots.baselines.wanted());
+            fixture
         }
-        assert!(!baselines.wanted());
-        baselines
+
+        /// Every memory's bytes and every global's bits, read through the shim.
+        async fn state(
+            &self,
+            store: &mut Store<()>,
+            instance: Instance,
+        ) -> (Vec<Vec<u8>>, Vec<u64>) {
+            let shim = Shim::new(store, instance, self.snapshots.exports).unwrap();
+            let mut memories = Vec::new();
+            for i in 0..self.snapshots.layout.memories.len() as u32 {
+                let size = shim.memory_size(store, i).await.unwrap();
+                let mut bytes = Vec::new();
+                each_page(store, &shim, i, size, |_, page| {
+                    bytes.extend_from_slice(page)
+                })
+                .await
+                .unwrap();
+                memories.push(bytes);
+            }
+            let mut globals = Vec::new();
+            for i in 0..self.snapshots.layout.globals.len() as u32 {
+                globals.push(shim.global_get(store, i).await.unwrap());
+            }
+            (memories, globals)
+        }
     }
 
-    #[test]
-    fn a_restored_instance_has_the_captured_memory_and_globals() {
-        let fixture = Fixture::new(true);
-        let baselines = confirmed(&fixture);
-        let (mut store, instance) = fixture.instance();
-        let grown: i32 = call(&mut store, &instance, "grow", 1);
+    async fn call<P, R>(store: &mut Store<()>, instance: Instance, name: &str, params: P) -> R
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        R: ComponentNamedList + Lift + Send + Sync + 'static,
+    {
+        let f = instance.get_typed_func::<P, R>(&mut *store, name).unwrap();
+        f.call_async(store, params).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_restored_instance_equals_the_captured_one_byte_for_byte() {
+        let fixture = Fixture::confirmed().await;
+        let (mut store, instance) = fixture.instance().await;
+        let (grown,): (i32,) = call(&mut store, instance, "grow", (1u32,)).await;
         assert_eq!(grown, 2);
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (100_000, 42));
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (150_000, 7));
-        let image = capture(&mut store, &baselines).unwrap();
+        call::<_, ()>(&mut store, instance, "poke", (100_000u32, 42u32)).await;
+        call::<_, ()>(&mut store, instance, "poke", (150_000u32, 7u32)).await;
+        let image = capture(&mut store, instance, &fixture.snapshots)
+            .await
+            .unwrap();
         assert_eq!(image.base, Base::Fresh);
         // Two pages written; the initial data page is unchanged, so it is not held.
         assert_eq!(image.memories[0].pages.len(), 2);
         assert_eq!(image.memories[0].size, 3 << 16);
+        assert_eq!(image.globals[1].1, Value::F32(4.5f32.to_bits()));
 
-        let (mut fresh, again) = fixture.instance();
-        restore(&mut fresh, &image, 1 << 30).unwrap();
-        let a: i32 = call(&mut fresh, &again, "peek", 100_000);
-        let b: i32 = call(&mut fresh, &again, "peek", 150_000);
-        let calls: i64 = call(&mut fresh, &again, "calls", ());
-        assert_eq!((a, b, calls), (42, 7, 2));
-        let memory = again.get_memory(&mut fresh, "m").unwrap();
-        assert_eq!(&memory.data(&fresh)[16..23], b"initial");
-        assert_eq!(memory.data_size(&fresh), 3 << 16);
+        let (mut fresh, again) = fixture.instance().await;
+        restore(&mut fresh, again, &fixture.snapshots, &image, 1 << 30)
+            .await
+            .unwrap();
+        assert_eq!(
+            fixture.state(&mut fresh, again).await,
+            fixture.state(&mut store, instance).await
+        );
+        let (a,): (u32,) = call(&mut fresh, again, "peek", (100_000u32,)).await;
+        let (calls,): (u64,) = call(&mut fresh, again, "calls", ()).await;
+        assert_eq!((a, calls), (42, 2));
         // The same state captured again gives the same image.
-        assert_eq!(capture(&mut fresh, &baselines).unwrap(), image);
+        let again = capture(&mut fresh, again, &fixture.snapshots)
+            .await
+            .unwrap();
+        assert_eq!(again, image);
     }
 
-    #[test]
-    fn before_the_baseline_is_confirmed_images_hold_every_non_zero_page() {
-        let fixture = Fixture::new(true);
-        let baselines = Baselines::default();
-        let (mut store, instance) = fixture.instance();
-        baselines.record(&mut store);
-        assert!(baselines.wanted());
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (16, 0));
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (20, 0));
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (70_000, 9));
-        let image = capture(&mut store, &baselines).unwrap();
+    #[tokio::test]
+    async fn before_the_baseline_is_confirmed_images_hold_every_non_zero_page() {
+        let fixture = Fixture::new(WAT);
+        let (mut store, instance) = fixture.instance().await;
+        fixture.snapshots.record(&mut store, instance).await;
+        assert!(fixture.snapshots.baselines.wanted());
+        call::<_, ()>(&mut store, instance, "poke", (16u32, 0u32)).await;
+        call::<_, ()>(&mut store, instance, "poke", (20u32, 0u32)).await;
+        call::<_, ()>(&mut store, instance, "poke", (70_000u32, 9u32)).await;
+        let image = capture(&mut store, instance, &fixture.snapshots)
+            .await
+            .unwrap();
         assert_eq!(image.base, Base::Zero);
         // The data page is all zero now: only the page written at 70,000 is held.
         assert_eq!(image.memories[0].pages, vec![(70_000 / PAGE) as u32]);
-        let (mut fresh, again) = fixture.instance();
-        restore(&mut fresh, &image, 1 << 30).unwrap();
-        let memory = again.get_memory(&mut fresh, "m").unwrap();
-        assert!(memory.data(&fresh)[..PAGE].iter().all(|&b| b == 0));
-        let v: i32 = call(&mut fresh, &again, "peek", 70_000);
-        assert_eq!(v, 9);
-    }
-
-    #[test]
-    fn an_engine_without_images_captures_nothing() {
-        let fixture = Fixture::new(false);
-        let (mut store, _) = fixture.instance();
-        let refused = capture(&mut store, &Baselines::default());
-        assert!(
-            matches!(refused, Err(ImageError::NotEnabled(_))),
-            "{refused:?}"
+        let (mut fresh, again) = fixture.instance().await;
+        restore(&mut fresh, again, &fixture.snapshots, &image, 1 << 30)
+            .await
+            .unwrap();
+        assert_eq!(
+            fixture.state(&mut fresh, again).await,
+            fixture.state(&mut store, instance).await
         );
     }
 
     /// Each damage is refused with a typed error, and leaves the fresh instance as it was.
-    #[test]
-    fn a_damaged_image_is_refused_before_anything_is_written() {
-        let fixture = Fixture::new(true);
-        let baselines = confirmed(&fixture);
-        let (mut store, instance) = fixture.instance();
-        call::<(i32, i32), ()>(&mut store, &instance, "poke", (5000, 5));
-        let good = capture(&mut store, &baselines).unwrap();
+    #[tokio::test]
+    async fn a_damaged_image_is_refused_before_anything_is_written() {
+        let fixture = Fixture::confirmed().await;
+        let (mut store, instance) = fixture.instance().await;
+        call::<_, ()>(&mut store, instance, "poke", (5000u32, 5u32)).await;
+        let good = capture(&mut store, instance, &fixture.snapshots)
+            .await
+            .unwrap();
         type Damage = Box<dyn Fn(&mut CoreImage)>;
         let damages: Vec<(&str, Damage)> = vec![
             ("instances", Box::new(|i| i.instances += 1)),
@@ -670,6 +617,7 @@ mod tests {
             ("memory slot", Box::new(|i| i.memories[0].at.instance = 3)),
             ("shrunk", Box::new(|i| i.memories[0].size = 0)),
             ("odd size", Box::new(|i| i.memories[0].size += 1)),
+            ("past 4 GiB", Box::new(|i| i.memories[0].size = 1 << 33)),
             ("page range", Box::new(|i| i.memories[0].pages[0] = 1 << 30)),
             ("page order", Box::new(|i| i.memories[0].pages.push(0))),
             ("data", Box::new(|i| i.memories[0].data.truncate(3))),
@@ -682,21 +630,61 @@ mod tests {
                 Box::new(|i| i.memories.push(i.memories[0].clone())),
             ),
         ];
+        let (mut pristine, first) = fixture.instance().await;
+        let untouched = fixture.state(&mut pristine, first).await;
         for (what, damage) in damages {
             let mut bad = good.clone();
             damage(&mut bad);
-            let (mut fresh, again) = fixture.instance();
-            let refused = restore(&mut fresh, &bad, 1 << 30);
+            let (mut fresh, again) = fixture.instance().await;
+            let refused = restore(&mut fresh, again, &fixture.snapshots, &bad, 1 << 40).await;
             assert!(
                 matches!(refused, Err(ImageError::Corrupt(_))),
                 "{what}: {refused:?}"
             );
-            let v: i32 = call(&mut fresh, &again, "peek", 5000);
-            let calls: i64 = call(&mut fresh, &again, "calls", ());
-            assert_eq!((v, calls), (0, 0), "{what}: the instance was written");
+            assert_eq!(
+                fixture.state(&mut fresh, again).await,
+                untouched,
+                "{what}: the instance was written"
+            );
         }
-        let (mut fresh, _) = fixture.instance();
-        let big = restore(&mut fresh, &good, 1000);
+        let (mut fresh, again) = fixture.instance().await;
+        let big = restore(&mut fresh, again, &fixture.snapshots, &good, 1000).await;
         assert!(matches!(big, Err(ImageError::TooBig { .. })), "{big:?}");
+    }
+
+    #[tokio::test]
+    async fn a_grown_table_or_a_vector_global_is_refused_at_capture() {
+        let fixture = Fixture::confirmed().await;
+        let (mut store, instance) = fixture.instance().await;
+        let (old,): (i32,) = call(&mut store, instance, "grow-table", ()).await;
+        assert_eq!(old, 3);
+        let refused = capture(&mut store, instance, &fixture.snapshots).await;
+        assert!(
+            matches!(&refused, Err(ImageError::Uncapturable(why)) if why.contains("table 0")),
+            "{refused:?}"
+        );
+
+        let vector = r#"(component
+            (core module $m (global (mut v128) (v128.const i64x2 0 0)))
+            (core instance (instantiate $m)))"#;
+        let fixture = Fixture::new(vector);
+        let (mut store, instance) = fixture.instance().await;
+        let refused = capture(&mut store, instance, &fixture.snapshots).await;
+        assert!(
+            matches!(&refused, Err(ImageError::Uncapturable(why)) if why.contains("v128")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn runs_join_consecutive_pages_up_to_a_chunk() {
+        assert_eq!(runs(&[]), vec![]);
+        assert_eq!(
+            runs(&[1, 2, 3, 7, 9, 10]),
+            vec![(1, 0, 3), (7, 3, 1), (9, 4, 2)]
+        );
+        let most = CHUNK as usize / PAGE;
+        let long: Vec<u32> = (0..most as u32 + 1).collect();
+        assert_eq!(runs(&long), vec![(0, 0, most), (most as u32, most, 1)]);
     }
 }

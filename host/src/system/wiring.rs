@@ -38,10 +38,8 @@ impl Wiring {
         replay: Option<&Arc<History>>,
     ) -> Result<Wiring, HostError> {
         let mut engines = Vec::new();
-        for images in [false, true] {
-            for memory in [MemoryStrategy::Arena, MemoryStrategy::Image] {
-                engines.push(build_engine(config, memory, images)?);
-            }
+        for memory in [MemoryStrategy::Arena, MemoryStrategy::Image] {
+            engines.push(build_engine(config, memory)?);
         }
         let ticker = match config.epoch_interruption {
             true => Some(EpochTicker::start(

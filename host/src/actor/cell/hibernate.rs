@@ -32,7 +32,7 @@ pub(super) struct Dormant {
 
 impl Cell {
     /// Hibernates this idle actor; false (and it serves on as it is) if it cannot be now.
-    pub(super) fn hibernate(&mut self) -> bool {
+    pub(super) async fn hibernate(&mut self) -> bool {
         if self.holds() {
             return false;
         }
@@ -44,7 +44,7 @@ impl Cell {
             tracing::debug!(%why, "not hibernated");
             return false;
         }
-        let core = match instance.capture(&self.module) {
+        let core = match instance.capture(&self.module).await {
             Ok(core) => core,
             Err(error) => {
                 tracing::debug!(%error, "not hibernated");
@@ -83,7 +83,8 @@ impl Cell {
                 return Err(failure);
             }
         };
-        if let Err(error) = instance.restore(&core, self.limits.memory as u64) {
+        let limit = self.limits.memory as u64;
+        if let Err(error) = instance.restore(&self.module, &core, limit).await {
             self.carried = Some(Box::new(instance.into_state().caps));
             return Err(Failure::new(
                 FailureKind::Instantiation,

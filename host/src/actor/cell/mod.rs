@@ -372,7 +372,7 @@ impl Cell {
             .await
             .map_err(|stillborn| ImageError::Corrupt(stillborn.failure.to_string()))?;
         let limit = self.limits.memory as u64;
-        match instance.restore(&image.core, limit) {
+        match instance.restore(&self.module, &image.core, limit).await {
             Ok(()) => {
                 self.instance = Some(instance);
                 Ok(())
@@ -389,7 +389,7 @@ impl Cell {
 
     /// Captures the actor between two messages: its module deployed with snapshots on, one
     /// live instance, no children, and nothing a capability cannot keep.
-    fn capture(&mut self) -> Result<ActorImage, ImageError> {
+    async fn capture(&mut self) -> Result<ActorImage, ImageError> {
         if self.module.images.is_none() {
             return Err(ImageError::NotEnabled(self.module.name.to_string()));
         }
@@ -408,7 +408,7 @@ impl Cell {
             .capture(&state.core, &state.caps)
             .map_err(ImageError::Uncapturable)?;
         let strategy = state.core.supervisor.strategy.clone();
-        let core = instance.capture(&self.module)?;
+        let core = instance.capture(&self.module).await?;
         Ok(ActorImage {
             module: self.module.name.to_string(),
             version: self.module.version.to_string(),
@@ -428,7 +428,7 @@ impl Cell {
     /// stored: its state would be lost). The database's writes run on tokio's blocking pool,
     /// not on the scheduler's worker, which serves other actors meanwhile.
     async fn passivate_as_image(&mut self) -> bool {
-        let image = match self.capture() {
+        let image = match self.capture().await {
             Ok(image) => image,
             Err(error) => {
                 tracing::debug!(%error, "not passivated: the actor cannot be captured now");
@@ -576,7 +576,7 @@ impl Cell {
                     if self.passivate_after.is_none() {
                         // Asleep or not, it serves on: a failed hibernation is retried at
                         // the next idle stretch.
-                        self.hibernate();
+                        Box::pin(self.hibernate()).await;
                         continue;
                     }
                     let passivated = !self.holds()
@@ -665,7 +665,7 @@ impl Cell {
             },
             SystemMsg::Upgrade(request) => Box::pin(self.upgrade(request)).await,
             SystemMsg::Snapshot(answer) => {
-                let _ = answer.send(self.capture().map(|image| image.encode()));
+                let _ = answer.send(self.capture().await.map(|image| image.encode()));
                 None
             }
             SystemMsg::Depart(departure) => Box::pin(self.depart(departure)).await,
