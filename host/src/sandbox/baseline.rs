@@ -15,10 +15,9 @@ use std::sync::OnceLock;
 use wasmtime::Store;
 
 use super::instrument::{Layout, Slot};
+pub(crate) use super::shim::PAGE;
 use super::shim::Shim;
 
-/// The granularity of the page diff, in bytes.
-pub(crate) const PAGE: usize = 4096;
 /// How many bytes of memory one call of the shim reads or writes: its own memory grows to
 /// this once, and a 10 MiB memory takes 40 calls.
 pub(crate) const CHUNK: u32 = 256 << 10;

@@ -218,11 +218,17 @@ pub(crate) async fn capture<T: Send + 'static>(
             at.index, at.instance
         )));
     }
-    let mut globals = Vec::with_capacity(layout.globals.len());
-    for (i, (at, num)) in layout.globals.iter().enumerate() {
-        let bits = shim.global_get(store, i as u32).await.map_err(access)?;
-        globals.push((*at, Value::of(*num, bits)));
+    let bits = shim.globals(store).await.map_err(access)?;
+    if bits.len() != layout.globals.len() {
+        return Err(ImageError::Access(format!(
+            "the shim read {} globals of {}",
+            bits.len(),
+            layout.globals.len()
+        )));
     }
+    let globals = (layout.globals.iter().zip(bits))
+        .map(|(&(at, num), bits)| (at, Value::of(num, bits)))
+        .collect();
     let base = baselines.base();
     let mut memories = Vec::with_capacity(layout.memories.len());
     for (i, at) in layout.memories.iter().enumerate() {
@@ -294,10 +300,10 @@ pub(crate) async fn restore<T: Send + 'static>(
     if image.tables != table_sizes(store, &shim, layout).await.map_err(access)? {
         return corrupt("its table sizes differ from the module's".into());
     }
-    // Globals: each a mutable global of the layout, of the same type.
+    // Globals: each a mutable global of the layout (sorted by slot), of the same type.
     let mut globals = Vec::with_capacity(image.globals.len());
     for (at, value) in &image.globals {
-        let Some(i) = layout.globals.iter().position(|(slot, _)| slot == at) else {
+        let Ok(i) = layout.globals.binary_search_by_key(at, |&(slot, _)| slot) else {
             return corrupt(format!(
                 "no mutable global {} in core instance {}",
                 at.index, at.instance
@@ -309,7 +315,7 @@ pub(crate) async fn restore<T: Send + 'static>(
                 at.index, at.instance
             ));
         }
-        globals.push((i as u32, *value));
+        globals.push((i, *value));
     }
     // Memories: each once, growing only, within the limit, its pages in range and whole.
     let needed = image
@@ -324,7 +330,7 @@ pub(crate) async fn restore<T: Send + 'static>(
         if image.memories[..n].iter().any(|other| other.at == m.at) {
             return corrupt("a memory is listed twice".into());
         }
-        let Some(i) = layout.memories.iter().position(|slot| *slot == m.at) else {
+        let Ok(i) = layout.memories.binary_search(&m.at) else {
             return corrupt(format!(
                 "no memory {} in core instance {}",
                 m.at.index, m.at.instance
@@ -388,41 +394,46 @@ pub(crate) async fn restore<T: Send + 'static>(
             })
             .await
             .map_err(access)?;
-            for (first, _, count) in runs(&stale) {
+            for (first, count) in runs(&stale) {
                 let (offset, length) = (first as usize * PAGE, count * PAGE);
                 shim.zero(store, memory, offset as u32, length as u32)
                     .await
                     .map_err(access)?;
             }
         }
-        for (first, at, count) in runs(&m.pages) {
-            let bytes = &raw[at * PAGE..(at + count) * PAGE];
-            shim.write(store, memory, first * PAGE as u32, bytes)
+        // The held pages, scattered, a chunk's worth a call.
+        let per_call = CHUNK as usize / PAGE;
+        for (pages, bytes) in m.pages.chunks(per_call).zip(raw.chunks(CHUNK as usize)) {
+            shim.write_pages(store, memory, pages, bytes)
                 .await
                 .map_err(access)?;
         }
     }
-    for (i, value) in globals {
-        shim.global_set(store, i, value.bits())
-            .await
-            .map_err(access)?;
+    if !globals.is_empty() {
+        // Those the image does not list keep the fresh instance's values.
+        let mut bits = shim.globals(store).await.map_err(access)?;
+        for (i, value) in globals {
+            let Some(word) = bits.get_mut(i) else {
+                return Err(ImageError::Access("the shim read too few globals".into()));
+            };
+            *word = value.bits();
+        }
+        shim.set_globals(store, &bits).await.map_err(access)?;
     }
     Ok(())
 }
 
 /// The runs of consecutive page numbers in `pages` (strictly increasing), each at most
-/// [`CHUNK`] bytes: its first page, the place of that page in `pages`, and its length.
-fn runs(pages: &[u32]) -> Vec<(u32, usize, usize)> {
+/// [`CHUNK`] bytes: its first page and its length in pages.
+fn runs(pages: &[u32]) -> Vec<(u32, usize)> {
     let most = CHUNK as usize / PAGE;
-    let mut out: Vec<(u32, usize, usize)> = Vec::new();
-    for (at, &page) in pages.iter().enumerate() {
+    let mut out: Vec<(u32, usize)> = Vec::new();
+    for &page in pages {
         match out.last_mut() {
-            Some((first, _, count))
-                if *first as usize + *count == page as usize && *count < most =>
-            {
+            Some((first, count)) if *first as usize + *count == page as usize && *count < most => {
                 *count += 1;
             }
-            _ => out.push((page, at, 1)),
+            _ => out.push((page, 1)),
         }
     }
     out
@@ -437,9 +448,10 @@ mod tests {
     use crate::sandbox::engine::{MemoryStrategy, build_engine};
     use crate::sandbox::instrument::instrument;
 
-    /// A component whose core module has a memory (one initial data page), a mutable and an
-    /// immutable global, a mutable f32, a table, and functions that write `v` at `addr`
-    /// (counting their calls in a global) and grow the memory or the table.
+    /// A component whose core module has a memory (one initial data page), an immutable
+    /// global and mutable ones of each number type, a table, and functions that write `v` at
+    /// `addr` (changing every mutable global: a count of calls, ...) and grow the memory or
+    /// the table.
     const WAT: &str = r#"(component
         (core module $m
             (memory (export "m") 2)
@@ -447,20 +459,28 @@ mod tests {
             (global $calls (mut i64) (i64.const 0))
             (global $fixed i32 (i32.const 7))
             (global $ratio (mut f32) (f32.const 0.5))
+            (global $down (mut i32) (i32.const 0))
+            (global $scale (mut f64) (f64.const -1.25))
             (table 3 funcref)
             (func (export "poke") (param $addr i32) (param $v i32)
                 (i32.store (local.get $addr) (local.get $v))
                 (global.set $ratio (f32.mul (global.get $ratio) (f32.const 3)))
+                (global.set $down (i32.sub (global.get $down) (i32.const 1)))
+                (global.set $scale (f64.mul (global.get $scale) (f64.const 2)))
                 (global.set $calls (i64.add (global.get $calls) (i64.const 1))))
             (func (export "peek") (param $addr i32) (result i32) (i32.load (local.get $addr)))
             (func (export "calls") (result i64) (global.get $calls))
             (func (export "grow") (param $pages i32) (result i32) (memory.grow (local.get $pages)))
+            (func (export "fill") (param $at i32) (param $length i32) (param $v i32)
+                (memory.fill (local.get $at) (local.get $v) (local.get $length)))
             (func (export "grow-table") (result i32) (table.grow (ref.null func) (i32.const 1))))
         (core instance $i (instantiate $m))
         (func (export "poke") (param "addr" u32) (param "v" u32) (canon lift (core func $i "poke")))
         (func (export "peek") (param "addr" u32) (result u32) (canon lift (core func $i "peek")))
         (func (export "calls") (result u64) (canon lift (core func $i "calls")))
         (func (export "grow") (param "pages" u32) (result s32) (canon lift (core func $i "grow")))
+        (func (export "fill") (param "at" u32) (param "length" u32) (param "v" u32)
+            (canon lift (core func $i "fill")))
         (func (export "grow-table") (result s32) (canon lift (core func $i "grow-table"))))"#;
 
     struct Fixture {
@@ -522,11 +542,7 @@ mod tests {
                 .unwrap();
                 memories.push(bytes);
             }
-            let mut globals = Vec::new();
-            for i in 0..self.snapshots.layout.globals.len() as u32 {
-                globals.push(shim.global_get(store, i).await.unwrap());
-            }
-            (memories, globals)
+            (memories, shim.globals(store).await.unwrap())
         }
     }
 
@@ -543,18 +559,35 @@ mod tests {
     async fn a_restored_instance_equals_the_captured_one_byte_for_byte() {
         let fixture = Fixture::confirmed().await;
         let (mut store, instance) = fixture.instance().await;
-        let (grown,): (i32,) = call(&mut store, instance, "grow", (1u32,)).await;
+        let (grown,): (i32,) = call(&mut store, instance, "grow", (10u32,)).await;
         assert_eq!(grown, 2);
         call::<_, ()>(&mut store, instance, "poke", (100_000u32, 42u32)).await;
+        // Pages 32 to 178, more than one call of the shim reads or writes.
+        call::<_, ()>(
+            &mut store,
+            instance,
+            "fill",
+            (2u32 << 16, 600_000u32, 0x5au32),
+        )
+        .await;
         call::<_, ()>(&mut store, instance, "poke", (150_000u32, 7u32)).await;
         let image = capture(&mut store, instance, &fixture.snapshots)
             .await
             .unwrap();
         assert_eq!(image.base, Base::Fresh);
-        // Two pages written; the initial data page is unchanged, so it is not held.
-        assert_eq!(image.memories[0].pages.len(), 2);
-        assert_eq!(image.memories[0].size, 3 << 16);
-        assert_eq!(image.globals[1].1, Value::F32(4.5f32.to_bits()));
+        // The page poked at 100,000 and the filled ones; the initial data page is unchanged,
+        // so it is not held.
+        assert_eq!(image.memories[0].pages.len(), 1 + 147);
+        assert!(image.memories[0].pages.len() * PAGE > CHUNK as usize);
+        assert_eq!(image.memories[0].size, 12 << 16);
+        let values: Vec<Value> = image.globals.iter().map(|&(_, v)| v).collect();
+        let expected = [
+            Value::I64(2),
+            Value::F32(4.5f32.to_bits()),
+            Value::I32(-2),
+            Value::F64((-5.0f64).to_bits()),
+        ];
+        assert_eq!(values, expected);
 
         let (mut fresh, again) = fixture.instance().await;
         restore(&mut fresh, again, &fixture.snapshots, &image, 1 << 30)
@@ -679,12 +712,9 @@ mod tests {
     #[test]
     fn runs_join_consecutive_pages_up_to_a_chunk() {
         assert_eq!(runs(&[]), vec![]);
-        assert_eq!(
-            runs(&[1, 2, 3, 7, 9, 10]),
-            vec![(1, 0, 3), (7, 3, 1), (9, 4, 2)]
-        );
+        assert_eq!(runs(&[1, 2, 3, 7, 9, 10]), vec![(1, 3), (7, 1), (9, 2)]);
         let most = CHUNK as usize / PAGE;
         let long: Vec<u32> = (0..most as u32 + 1).collect();
-        assert_eq!(runs(&long), vec![(0, 0, most), (most as u32, most, 1)]);
+        assert_eq!(runs(&long), vec![(0, most), (most as u32, 1)]);
     }
 }

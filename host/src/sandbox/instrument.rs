@@ -12,7 +12,8 @@
 //!   component keeps every section and gains only sections after them, so every index it
 //!   defines stays what it was.
 //! - The [`Layout`] lists exactly what the shim imports, in the shim's index order, each with
-//!   the core instance (in creation order) and the index it came from.
+//!   the core instance (in creation order) and the index it came from; that order is the
+//!   order of the slots, so a slot is found by binary search.
 //! - A shape the rewrite does not handle is refused with an [`InstrumentError`], never passed
 //!   on half-instrumented: a nested component with stateful core modules, a core module the
 //!   component imports and instantiates, 64-bit or shared memories, custom page sizes, tables
@@ -49,14 +50,14 @@ pub enum InstrumentError {
 
 /// Where a memory, table or global is: its core instance's place in creation order, and its
 /// index in that instance's index space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct Slot {
     pub(crate) instance: u32,
     pub(crate) index: u32,
 }
 
 /// What an instrumented component's core state is made of, each list in the shim's index
-/// order.
+/// order, which is the order of the slots (by core instance, then index).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Layout {
     /// How many core instances the component makes (the shim's not counted).
@@ -557,17 +558,24 @@ fn append_shim(component: &mut Component, counts: Counts, imports: &Imports, sta
     let realloc = counts.core_funcs;
     let first_func = counts.core_funcs + 1;
 
-    // `list<u8>`, then one function type per lifted function.
-    let bytes_type = counts.types;
+    // `list<u8>`, `list<u32>` and `list<u64>`, then one function type per lifted function.
+    let (bytes_type, numbers_type, words_type) = (counts.types, counts.types + 1, counts.types + 2);
     let mut types = ComponentTypeSection::new();
-    types
-        .defined_type()
-        .list(ComponentValType::Primitive(PrimitiveValType::U8));
+    for element in [
+        PrimitiveValType::U8,
+        PrimitiveValType::U32,
+        PrimitiveValType::U64,
+    ] {
+        types
+            .defined_type()
+            .list(ComponentValType::Primitive(element));
+    }
     let value = |ty: Ty| match ty {
         Ty::U32 => ComponentValType::Primitive(PrimitiveValType::U32),
         Ty::S32 => ComponentValType::Primitive(PrimitiveValType::S32),
-        Ty::U64 => ComponentValType::Primitive(PrimitiveValType::U64),
         Ty::Bytes => ComponentValType::Type(bytes_type),
+        Ty::Numbers => ComponentValType::Type(numbers_type),
+        Ty::Words => ComponentValType::Type(words_type),
     };
     for lifted in &LIFTED {
         types
@@ -582,7 +590,7 @@ fn append_shim(component: &mut Component, counts: Counts, imports: &Imports, sta
         let k = k as u32;
         lifts.lift(
             first_func + k,
-            bytes_type + 1 + k,
+            words_type + 1 + k,
             options(lifted, memory, realloc),
         );
     }
@@ -716,6 +724,9 @@ mod tests {
                 uncapturable: Vec::new(),
             }
         );
+        let layout = &instrumented.layout;
+        assert!(layout.memories.is_sorted() && layout.tables.is_sorted());
+        assert!(layout.globals.is_sorted_by_key(|&(slot, _)| slot));
         let (before, after) = (modules(&original), modules(&instrumented.bytes));
         assert_eq!(after.len(), before.len() + 1, "the shim is appended");
         for (old, new) in before.iter().zip(&after) {
