@@ -3,11 +3,13 @@
 //!   and a Python counter: the image's size
 //!   and the time of a capture (`snapshot`) and of a restore into a new actor (`restore`,
 //!   until it runs), medians;
-//! - an ask that wakes a hibernating counter against one to an awake counter;
+//! - an ask that wakes a hibernating counter (Rust, then Python) against one to an awake
+//!   counter of the same module;
 //! - a restore of a counter that handled 10,000 messages against the recovery of a journal
 //!   of 10,000 events by replay (no snapshot), each less an empty start;
-//! - the cost of the snapshot engine (guest-debug instrumentation) on the message path:
-//!   20,000 adds and a get to the counter deployed with and without `snapshot`.
+//! - the cost of snapshots on the message path (the instrumented component: its shim's core
+//!   instance and memory): 20,000 adds and a get to the counter deployed with and without
+//!   `snapshot`.
 
 use std::time::Instant;
 
@@ -110,10 +112,12 @@ async fn holding(system: &ActorSystem, name: &str, order: Crash) -> anyhow::Resu
     Ok(())
 }
 
-/// An ask that wakes a hibernating counter (restore, then the call) against the same ask to
-/// an awake one (`/user/c`), medians of 20.
+/// An ask that wakes a hibernating counter of `module` that handled `count` messages
+/// (restore, then the call) against the same ask to an awake one (`awake_path`), medians of
+/// 20.
 async fn hibernation(
     system: &ActorSystem,
+    (what, module, count, awake_path): (&str, &str, u32, &str),
     speak: &dyn Fn(&Versioned) -> anyhow::Result<Vec<u8>>,
     hear: &dyn Fn(&[u8]) -> anyhow::Result<VersionedState>,
 ) -> anyhow::Result<()> {
@@ -121,8 +125,10 @@ async fn hibernation(
         hibernate_after: Some(std::time::Duration::from_millis(5)),
         ..SpawnOptions::default()
     };
-    let sleepy = system.spawn_with("sleepy", "counter", b"", options)?;
-    count_to(system, "/user/sleepy", 0, 10_000, speak, hear).await?;
+    let name = format!("sleepy-{what}");
+    let path = format!("/user/{name}");
+    let sleepy = system.spawn_with(&name, module, b"", options)?;
+    count_to(system, &path, 0, count, speak, hear).await?;
     let naps = || {
         system
             .tree()
@@ -144,16 +150,17 @@ async fn hibernation(
         let deadline = Instant::now() + WAIT;
         while naps() == before {
             if Instant::now() > deadline {
-                bail!("/user/sleepy never hibernated");
+                bail!("{path} never hibernated");
             }
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        woken.push(timed("/user/sleepy").await?);
-        awake.push(timed("/user/c").await?);
+        woken.push(timed(&path).await?);
+        awake.push(timed(awake_path).await?);
     }
+    system.stop(&path);
     let (woken, awake) = (median_us(&mut woken), median_us(&mut awake));
     println!(
-        "RESULT runtime=mote workload=images hibernation woken_ask_us={woken:.0} \
+        "RESULT runtime=mote workload=images hibernation actor={what} woken_ask_us={woken:.0} \
          awake_ask_us={awake:.1} ratio={:.0}",
         woken / awake
     );
@@ -203,11 +210,14 @@ pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
     holding(&system, "dense", Crash::Fill(10)).await?;
     measure(&system, "rust-10mib-dense", "/user/dense", 10).await?;
 
-    hibernation(&system, &postcard, &from_postcard).await?;
+    let rust = ("rust-counter", "counter", 10_000, "/user/c");
+    hibernation(&system, rust, &postcard, &from_postcard).await?;
 
     system.spawn("p", "py-counter", b"")?;
     count_to(&system, "/user/p", 0, 1000, &json, &from_json).await?;
     measure(&system, "python-counter", "/user/p", 20).await?;
+    let python = ("python-counter", "py-counter", 1000, "/user/p");
+    hibernation(&system, python, &json, &from_json).await?;
     system.shutdown().await.ok();
 
     // Replay: a journal of 10,000 events recovered with no snapshot, less an empty start.
