@@ -137,7 +137,8 @@ impl HostConfig {
     }
 
     /// Use wasmtime's pooling allocator with room for `instances` live actors (default off:
-    /// on-demand allocation, no fixed ceiling but slower instantiation).
+    /// on-demand allocation, no fixed ceiling but slower instantiation). An actor of a module
+    /// with snapshots on takes two of the pool's memories (its own and its snapshot shim's).
     pub fn pooling(&mut self, instances: Option<u32>) -> &mut Self {
         self.pooling = instances.is_some();
         if let Some(n) = instances {

@@ -52,7 +52,8 @@ pub(crate) fn validate_grants(grants: &[String]) -> Result<(), ModuleError> {
 }
 
 /// The grant that lets the host capture a module's instances as images (`snapshot = true` in
-/// a manifest): the module is compiled for an engine that keeps its core state readable.
+/// a manifest): the component is instrumented with a snapshot shim that reaches its core
+/// state (`sandbox::instrument`).
 pub(crate) const SNAPSHOT_GRANT: &str = "snapshot";
 
 /// SHA-256 of `bytes`, hex.
