@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
-use super::baseline::{Baselines, CHUNK, PAGE, each_page, is_zero, table_sizes};
+use super::baseline::{Baseline, Baselines, CHUNK, PAGE, each_page, is_zero, table_sizes};
 use super::instrument::{Layout, Slot};
 use super::shim::{Num, Shim, ShimExports, WASM_PAGE};
 
@@ -176,12 +176,13 @@ impl Snapshots {
         }
         let read = async {
             let shim = Shim::new(store, instance, self.exports)?;
-            super::baseline::Baseline::read(store, &shim, &self.layout).await
+            Baseline::read(store, &shim, &self.layout).await
         };
         match read.await {
             Ok(fresh) => self.baselines.record(fresh),
             Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "a fresh instance could not be read as a baseline")
+                let error = format!("{error:#}");
+                tracing::warn!(%error, "a fresh instance could not be read as a baseline");
             }
         }
     }

@@ -4,7 +4,7 @@
 use wasmtime::Store;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc, WasmList};
 
-use super::{LIFTED, Lifted, WASM_PAGE, export_name};
+use super::abi::{LIFTED, Lifted, WASM_PAGE, export_name};
 
 /// Where the shim's lifted functions are in a compiled component, found once at deploy.
 #[derive(Clone, Copy, Debug)]
@@ -47,7 +47,7 @@ impl ShimExports {
 }
 
 /// The shim of one instance, its functions type-checked, ready to call between two guest
-/// calls. Indices are the shim's (see [`Imports`](super::Imports)).
+/// calls. Indices are the shim's (see [`Imports`](super::abi::Imports)).
 pub(crate) struct Shim {
     instance: Instance,
     write_pages: ComponentExportIndex,
@@ -110,7 +110,8 @@ impl Shim {
         Ok(list.as_le_slice(store))
     }
 
-    /// Writes the `i`th [`PAGE`](super::PAGE) of `data` to page `pages[i]` of memory `memory`.
+    /// Writes the `i`th [`PAGE`](super::abi::PAGE) of `data` to page `pages[i]` of memory
+    /// `memory`.
     pub(crate) async fn write_pages<T: Send + 'static>(
         &self,
         store: &mut Store<T>,

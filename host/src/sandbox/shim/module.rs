@@ -6,7 +6,7 @@ use wasm_encoder::{
     MemoryType, Module, TableType, TypeSection, ValType,
 };
 
-use super::{
+use super::abi::{
     DATA, Imports, Item, LIFTED, MEMORY_EXPORT, Num, PAGE, REALLOC_EXPORT, core_export,
     instance_import,
 };
