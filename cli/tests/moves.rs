@@ -11,52 +11,29 @@
 //! a restarted node does not start a second copy.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ONE_CLUSTER, TOKEN, cluster_tree, config, example, mote_run, scratch};
+use crate::common::{Node, ONE_CLUSTER, TOKEN, cluster_tree, config, example, scratch, start_with};
 
 use mote_example_protocol::Counter;
 use mote_host::{ActorSystem, HostConfig};
 use mote_tests::DEADLINE;
 use mote_tests::nats::NatsServer;
 
-/// A node process with fault points armed, killed (SIGKILL) when dropped.
-struct Node(Child);
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts node `node` with `faults` armed (released through files in `<dir>/release-<node>`).
 fn start(dir: &Path, nats: &NatsServer, node: &str, faults: &str) -> Node {
     let release = dir.join(format!("release-{node}"));
     std::fs::create_dir_all(&release).unwrap();
-    let mut command = mote_run(dir, nats, node, node);
-    command
-        .env("MOTE_FAULT", faults)
-        .env("MOTE_FAULT_RELEASE", &release);
-    let mut child = command.spawn().expect("start mote run");
-    let socket = dir.join(format!("{node}.sock"));
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let answered = Command::new(env!("CARGO_BIN_EXE_mote"))
-            .args(["tree", "--control"])
-            .arg(&socket)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if answered {
-            return Node(child);
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("node {node} exited ({status}): {}", log(dir, node));
-        }
-        assert!(Instant::now() < deadline, "node {node} did not come up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    start_with(
+        dir,
+        nats,
+        node,
+        &[
+            ("MOTE_FAULT", Path::new(faults)),
+            ("MOTE_FAULT_RELEASE", &release),
+        ],
+    )
 }
 
 fn log(dir: &Path, node: &str) -> String {

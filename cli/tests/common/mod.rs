@@ -72,9 +72,16 @@ pub fn mote_run(dir: &Path, nats: &NatsServer, node: &str, file: &str) -> Comman
 
 /// Starts node `node` and waits until its control socket answers.
 pub fn start(dir: &Path, nats: &NatsServer, node: &str) -> Node {
-    let mut child = mote_run(dir, nats, node, node)
-        .spawn()
-        .expect("start mote run");
+    start_with(dir, nats, node, &[])
+}
+
+/// [`start`] with `env` set for the node's process.
+pub fn start_with(dir: &Path, nats: &NatsServer, node: &str, env: &[(&str, &Path)]) -> Node {
+    let mut command = mote_run(dir, nats, node, node);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("start mote run");
     let socket = dir.join(format!("{node}.sock"));
     let deadline = Instant::now() + DEADLINE;
     loop {
