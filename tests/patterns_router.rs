@@ -206,6 +206,17 @@ async fn a_smallest_mailbox_router_avoids_a_routee_whose_mailbox_is_held_full() 
         tell(&system, "/user/b0/worker", &Lane::Work(1000 + n));
     }
     let workers = ["/user/b0/worker", "/user/b1/worker", "/user/b2/worker"];
+    // Each boss spawns its worker as it starts: until a worker is up, its depth is unreadable
+    // or grows, and the router rightly passes it over. One message each shows both are up.
+    wait_until(|| workers.iter().all(|w| system.lookup(w).is_some())).await;
+    for worker in &workers[1..] {
+        tell(&system, worker, &Lane::Work(500));
+    }
+    let mut up = BTreeSet::new();
+    for _ in 0..2 {
+        up.insert(report_labelled(&mut sink, "work").await.from);
+    }
+    assert_eq!(up.len(), 2, "{up:?}");
     let config = router::Config::group(Strategy::SmallestMailbox, workers);
     system.spawn("r", "router", &init(&config)).unwrap();
     // Fewer than the 50 held: no working routee's mailbox can grow as deep.
