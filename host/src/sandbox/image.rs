@@ -115,7 +115,55 @@ pub(crate) struct MemoryImage {
     /// The page numbers held, strictly increasing.
     pub(crate) pages: Vec<u32>,
     /// Those pages, in order, zstd-compressed as one frame.
+    #[serde(with = "byte_string")]
     pub(crate) data: Vec<u8>,
+}
+
+/// A byte buffer as one serde byte string: postcard copies it whole instead of a byte at a
+/// time, and writes the same bytes a sequence of `u8` has (a varint length, then the bytes).
+mod byte_string {
+    use std::fmt;
+
+    use serde::de::{SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// Writes `bytes` as a byte string.
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(bytes)
+    }
+
+    /// Reads a byte string (or a sequence of `u8`, for formats without byte strings).
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_byte_buf(Bytes)
+    }
+
+    /// The visitor of [`deserialize`].
+    struct Bytes;
+
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a byte string")
+        }
+
+        fn visit_bytes<E>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(bytes.to_vec())
+        }
+
+        fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(bytes)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            // Bounded by what the format says is left, never by a length the input claims.
+            let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(byte) = seq.next_element()? {
+                bytes.push(byte);
+            }
+            Ok(bytes)
+        }
+    }
 }
 
 /// What an image's pages differ from.
@@ -483,6 +531,42 @@ mod tests {
         (func (export "fill") (param "at" u32) (param "length" u32) (param "v" u32)
             (canon lift (core func $i "fill")))
         (func (export "grow-table") (result s32) (canon lift (core func $i "grow-table"))))"#;
+
+    #[test]
+    fn page_data_is_a_byte_string_with_the_bytes_a_sequence_has() {
+        /// [`MemoryImage`] as format 2 was first written: its data a plain sequence of `u8`.
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct AsSequence {
+            at: Slot,
+            size: u64,
+            pages: Vec<u32>,
+            data: Vec<u8>,
+        }
+        let at = Slot {
+            instance: 1,
+            index: 0,
+        };
+        let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let image = MemoryImage {
+            at,
+            size: 65536,
+            pages: vec![0, 3],
+            data: data.clone(),
+        };
+        let old = AsSequence {
+            at,
+            size: 65536,
+            pages: vec![0, 3],
+            data,
+        };
+        let bytes = postcard::to_allocvec(&image).unwrap();
+        assert_eq!(bytes, postcard::to_allocvec(&old).unwrap());
+        assert_eq!(postcard::from_bytes::<MemoryImage>(&bytes).unwrap(), image);
+        // A length past the input is refused, not allocated.
+        let mut cut = bytes.clone();
+        cut.truncate(bytes.len() - 1);
+        assert!(postcard::from_bytes::<MemoryImage>(&cut).is_err());
+    }
 
     struct Fixture {
         engine: wasmtime::Engine,
