@@ -7,6 +7,8 @@
 //!   counter of the same module;
 //! - a restore of a counter that handled 10,000 messages against the recovery of a journal
 //!   of 10,000 events by replay (no snapshot), each less an empty start;
+//! - the cost of deploying with snapshots on (the instrumenting rewrite, and compiling the
+//!   bigger component) against a plain deploy, with nothing cached;
 //! - the cost of snapshots on the message path (the instrumented component: its shim's core
 //!   instance and memory): 20,000 adds and a get to the counter deployed with and without
 //!   `snapshot`.
@@ -24,6 +26,46 @@ use super::{Args, WAIT, encode, examples, journal_recovery, system_with};
 fn deploy_snapshots(system: &ActorSystem, name: &str, file: &str) -> anyhow::Result<()> {
     let path = examples::path(file).ok_or_else(|| anyhow!("no example actors built"))?;
     system.deploy_granted(name, "0", &std::fs::read(path)?, &["snapshot".to_owned()])?;
+    Ok(())
+}
+
+/// Seconds to deploy example `file` on a fresh host with no cache of compiled code, plain or
+/// with snapshots on (the rewrite that adds the snapshot shim, then the compile).
+fn deploy_time(args: &Args, file: &str, snapshots: bool) -> anyhow::Result<f64> {
+    let path = examples::path(file).ok_or_else(|| anyhow!("no example actors built"))?;
+    let bytes = std::fs::read(path)?;
+    let mut config = HostConfig::new();
+    config.function_cache(false);
+    let system = system_with(args, config, &[])?;
+    let grants = if snapshots {
+        vec!["snapshot".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let start = Instant::now();
+    system.deploy_granted(file, "0", &bytes, &grants)?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// What deploying with snapshots on costs: plain and snapshot deploys of a Rust and a Python
+/// module, alternated (`rounds` of each), medians.
+fn deploy_cost(args: &Args) -> anyhow::Result<()> {
+    for (what, file, rounds) in [
+        ("rust-counter", "versioned_v1", 5),
+        ("python-counter", "py_versioned_v1", 2),
+    ] {
+        let (mut plain, mut snap) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            plain.push(deploy_time(args, file, false)?);
+            snap.push(deploy_time(args, file, true)?);
+        }
+        let (plain, snap) = (median_us(&mut plain) / 1e3, median_us(&mut snap) / 1e3);
+        println!(
+            "RESULT runtime=mote workload=images deploy actor={what} plain_ms={plain:.1} \
+             snapshot_ms={snap:.1} ratio={:.2}",
+            snap / plain
+        );
+    }
     Ok(())
 }
 
@@ -169,6 +211,7 @@ async fn hibernation(
 
 /// See the module docs.
 pub(crate) async fn images(args: &Args) -> anyhow::Result<()> {
+    deploy_cost(args)?;
     let system = system_with(args, HostConfig::new(), &["versioned_v1"])?;
     deploy_snapshots(&system, "counter", "versioned_v1")?;
     deploy_snapshots(&system, "holder", "crasher")?;
