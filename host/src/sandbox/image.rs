@@ -629,6 +629,25 @@ mod tests {
             }
             (memories, shim.globals(store).await.unwrap())
         }
+
+        /// A fresh instance with `image` restored into it, checked to equal the captured
+        /// `instance` in every memory byte and global.
+        async fn restored(
+            &self,
+            image: &CoreImage,
+            store: &mut Store<()>,
+            instance: Instance,
+        ) -> (Store<()>, Instance) {
+            let (mut fresh, again) = self.instance().await;
+            restore(&mut fresh, again, &self.snapshots, image, 1 << 30)
+                .await
+                .unwrap();
+            assert_eq!(
+                self.state(&mut fresh, again).await,
+                self.state(store, instance).await
+            );
+            (fresh, again)
+        }
     }
 
     async fn call<P, R>(store: &mut Store<()>, instance: Instance, name: &str, params: P) -> R
@@ -674,14 +693,7 @@ mod tests {
         ];
         assert_eq!(values, expected);
 
-        let (mut fresh, again) = fixture.instance().await;
-        restore(&mut fresh, again, &fixture.snapshots, &image, 1 << 30)
-            .await
-            .unwrap();
-        assert_eq!(
-            fixture.state(&mut fresh, again).await,
-            fixture.state(&mut store, instance).await
-        );
+        let (mut fresh, again) = fixture.restored(&image, &mut store, instance).await;
         let (a,): (u32,) = call(&mut fresh, again, "peek", (100_000u32,)).await;
         let (calls,): (u64,) = call(&mut fresh, again, "calls", ()).await;
         assert_eq!((a, calls), (42, 2));
@@ -707,14 +719,7 @@ mod tests {
         assert_eq!(image.base, Base::Zero);
         // The data page is all zero now: only the page written at 70,000 is held.
         assert_eq!(image.memories[0].pages, vec![(70_000 / PAGE) as u32]);
-        let (mut fresh, again) = fixture.instance().await;
-        restore(&mut fresh, again, &fixture.snapshots, &image, 1 << 30)
-            .await
-            .unwrap();
-        assert_eq!(
-            fixture.state(&mut fresh, again).await,
-            fixture.state(&mut store, instance).await
-        );
+        fixture.restored(&image, &mut store, instance).await;
     }
 
     /// Each damage is refused with a typed error, and leaves the fresh instance as it was.
