@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mote.h"
+#include "protocol.h"
 
 static char *id;
 static uint64_t total, activations;
@@ -64,9 +65,7 @@ static const char *get(void) {
     mote_buf_str(&body, ",\"activations\":");
     mote_buf_u64(&body, activations);
     mote_buf_str(&body, "}");
-    bool sent = mote_reply("EntityValue", body.data, body.len);
-    mote_buf_free(&body);
-    return sent ? NULL : mote_last_error();
+    return reply_json("EntityValue", &body);
 }
 
 const char *mote_receive(const mote_msg_t *msg) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "mote.h"
+#include "protocol.h"
 
 static uint64_t *values;
 static size_t count, capacity;
@@ -84,9 +85,7 @@ static const char *query(void) {
     mote_buf_str(&body, ",\"replayed\":");
     mote_buf_u64(&body, recovery.replayed);
     mote_buf_str(&body, "}");
-    bool sent = mote_reply("JournalState", body.data, body.len);
-    mote_buf_free(&body);
-    return sent ? NULL : mote_last_error();
+    return reply_json("JournalState", &body);
 }
 
 const char *mote_receive(const mote_msg_t *msg) {

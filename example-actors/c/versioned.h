@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "mote.h"
+#include "protocol.h"
 
 #define MAX_STREAMS 16
 
@@ -77,9 +78,7 @@ static const char *get(void) {
     mote_buf_str(&body, ",\"migrated_from\":\"");
     mote_buf_str(&body, migrated_from);
     mote_buf_str(&body, "\"}");
-    bool sent = mote_reply("VersionedState", body.data, body.len);
-    mote_buf_free(&body);
-    return sent ? NULL : mote_last_error();
+    return reply_json("VersionedState", &body);
 }
 
 const char *mote_receive(const mote_msg_t *msg) {
