@@ -17,15 +17,27 @@ const MODULES: [(&str, &[&str]); 2] = [
     ("js", &["js_journal", "js_ticker", "js_entity"]),
 ];
 
-/// Seconds to deploy (compile) example `name` on a fresh host.
+/// Seconds to deploy (compile) example `name` on a fresh host, with the function cache on
+/// (`shared`) or off.
 fn compile_once(args: &Args, name: &str, shared: bool) -> anyhow::Result<f64> {
-    let path = examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?;
-    let bytes = std::fs::read(path)?;
     let mut config = HostConfig::new();
     config.function_cache(shared);
+    deploy_seconds(args, config, name, &[])
+}
+
+/// Seconds to deploy example `name` with `grants` on a fresh host configured by `config`,
+/// with no compiled-module cache.
+pub(super) fn deploy_seconds(
+    args: &Args,
+    config: HostConfig,
+    name: &str,
+    grants: &[String],
+) -> anyhow::Result<f64> {
+    let path = examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?;
+    let bytes = std::fs::read(path)?;
     let system = system_with(args, config, &[])?;
     let start = Instant::now();
-    system.deploy(name, &bytes)?;
+    system.deploy_granted(name, "0", &bytes, grants)?;
     Ok(start.elapsed().as_secs_f64())
 }
 

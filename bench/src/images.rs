@@ -20,6 +20,7 @@ use mote_example_protocol::{Crash, Versioned, VersionedState};
 use mote_guest::Message;
 use mote_host::{ActorSystem, HostConfig, SpawnOptions};
 
+use super::compile::deploy_seconds;
 use super::{Args, WAIT, encode, examples, journal_recovery, system_with};
 
 /// Deploys example `file` as module `name` with snapshots on.
@@ -29,35 +30,24 @@ fn deploy_snapshots(system: &ActorSystem, name: &str, file: &str) -> anyhow::Res
     Ok(())
 }
 
-/// Seconds to deploy example `file` on a fresh host with no cache of compiled code, plain or
-/// with snapshots on (the rewrite that adds the snapshot shim, then the compile).
-fn deploy_time(args: &Args, file: &str, snapshots: bool) -> anyhow::Result<f64> {
-    let path = examples::path(file).ok_or_else(|| anyhow!("no example actors built"))?;
-    let bytes = std::fs::read(path)?;
-    let mut config = HostConfig::new();
-    config.function_cache(false);
-    let system = system_with(args, config, &[])?;
-    let grants = if snapshots {
-        vec!["snapshot".to_owned()]
-    } else {
-        Vec::new()
-    };
-    let start = Instant::now();
-    system.deploy_granted(file, "0", &bytes, &grants)?;
-    Ok(start.elapsed().as_secs_f64())
-}
-
 /// What deploying with snapshots on costs: plain and snapshot deploys of a Rust and a Python
 /// module, alternated (`rounds` of each), medians.
 fn deploy_cost(args: &Args) -> anyhow::Result<()> {
+    // Nothing shared between the deploys: each compiles all of its module.
+    let uncached = || {
+        let mut config = HostConfig::new();
+        config.function_cache(false);
+        config
+    };
+    let grant = ["snapshot".to_owned()];
     for (what, file, rounds) in [
         ("rust-counter", "versioned_v1", 5),
         ("python-counter", "py_versioned_v1", 2),
     ] {
         let (mut plain, mut snap) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            plain.push(deploy_time(args, file, false)?);
-            snap.push(deploy_time(args, file, true)?);
+            plain.push(deploy_seconds(args, uncached(), file, &[])?);
+            snap.push(deploy_seconds(args, uncached(), file, &grant)?);
         }
         let (plain, snap) = (median_us(&mut plain) / 1e3, median_us(&mut snap) / 1e3);
         println!(
