@@ -44,6 +44,31 @@ pub(crate) async fn each_page<T: Send + 'static>(
     Ok(())
 }
 
+/// How many bytes of memory one `nonzero-pages` call of the shim scans: its answer, a number
+/// a page, takes up to 64 KiB of the shim's memory.
+const SCAN: u32 = 64 << 20;
+
+/// The numbers of the pages of memory `memory` (`size` bytes) that hold a byte other than
+/// zero, in order. The shim scans them in place: nothing is copied.
+pub(crate) async fn nonzero_pages<T: Send + 'static>(
+    store: &mut Store<T>,
+    shim: &Shim,
+    memory: u32,
+    size: u64,
+) -> wasmtime::Result<Vec<u32>> {
+    let mut pages = Vec::new();
+    let mut offset = 0u64;
+    while offset < size {
+        let length = (size - offset).min(u64::from(SCAN)) as u32;
+        pages.extend_from_slice(
+            shim.nonzero_pages(store, memory, offset as u32, length)
+                .await?,
+        );
+        offset += u64::from(length);
+    }
+    Ok(pages)
+}
+
 /// Every table's size, in the layout's order.
 pub(crate) async fn table_sizes<T: Send + 'static>(
     store: &mut Store<T>,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use wasmtime::Store;
 use wasmtime::component::Instance;
 
-use super::baseline::{Baseline, Baselines, CHUNK, PAGE, each_page, is_zero, table_sizes};
+use super::baseline::{Baseline, Baselines, CHUNK, PAGE, is_zero, nonzero_pages, table_sizes};
 use super::instrument::{Layout, Slot};
 use super::shim::{Num, Shim, ShimExports, WASM_PAGE};
 
@@ -283,19 +283,35 @@ pub(crate) async fn capture<T: Send + 'static>(
     for (i, at) in layout.memories.iter().enumerate() {
         let size = shim.memory_size(store, i as u32).await.map_err(access)?;
         let fresh = base.and_then(|b| b.memories.iter().find(|m| m.at == *at));
+        // Only a page that holds a non-zero byte now, or one the baseline holds, can differ
+        // from the baseline: every other page is zero in both, and is not read.
+        let mut listed = nonzero_pages(store, &shim, i as u32, size)
+            .await
+            .map_err(access)?;
+        if let Some(fresh) = fresh {
+            let end = size / PAGE as u64;
+            listed.extend(fresh.pages.keys().filter(|&&n| u64::from(n) < end));
+            listed.sort_unstable();
+            listed.dedup();
+        }
         let (mut pages, mut raw) = (Vec::new(), Vec::new());
-        each_page(store, &shim, i as u32, size, |n, page| {
-            let held = match fresh.and_then(|f| f.pages.get(&n)) {
-                Some(was) => **was != *page,
-                None => !is_zero(page),
-            };
-            if held {
-                pages.push(n);
-                raw.extend_from_slice(page);
+        for (first, count) in runs(&listed) {
+            let (offset, length) = (first * PAGE as u32, (count * PAGE) as u32);
+            let data = shim
+                .read(store, i as u32, offset, length)
+                .await
+                .map_err(access)?;
+            for (n, page) in (first..).zip(data.chunks(PAGE)) {
+                let held = match fresh.and_then(|f| f.pages.get(&n)) {
+                    Some(was) => **was != *page,
+                    None => !is_zero(page),
+                };
+                if held {
+                    pages.push(n);
+                    raw.extend_from_slice(page);
+                }
             }
-        })
-        .await
-        .map_err(access)?;
+        }
         let data = zstd::bulk::compress(&raw, LEVEL)
             .map_err(|e| ImageError::Uncapturable(format!("compressing memory: {e}")))?;
         memories.push(MemoryImage {
@@ -434,15 +450,15 @@ pub(crate) async fn restore<T: Send + 'static>(
         if image.base == Base::Zero {
             // Pages the image does not hold are zero in it (the grown ones are already).
             let mut held = m.pages.iter().copied().peekable();
-            let mut stale = Vec::new();
-            each_page(store, &shim, memory, now, |n, page| {
-                while held.next_if(|&p| p < n).is_some() {}
-                if held.peek() != Some(&n) && !is_zero(page) {
-                    stale.push(n);
-                }
-            })
-            .await
-            .map_err(access)?;
+            let nonzero = nonzero_pages(store, &shim, memory, now)
+                .await
+                .map_err(access)?;
+            let stale: Vec<u32> = (nonzero.into_iter())
+                .filter(|&n| {
+                    while held.next_if(|&p| p < n).is_some() {}
+                    held.peek() != Some(&n)
+                })
+                .collect();
             for (first, count) in runs(&stale) {
                 let (offset, length) = (first as usize * PAGE, count * PAGE);
                 shim.zero(store, memory, offset as u32, length as u32)
@@ -494,6 +510,7 @@ mod tests {
 
     use super::*;
     use crate::config::HostConfig;
+    use crate::sandbox::baseline::each_page;
     use crate::sandbox::engine::{MemoryStrategy, build_engine};
     use crate::sandbox::instrument::instrument;
 
@@ -702,6 +719,60 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(again, image);
+    }
+
+    #[tokio::test]
+    async fn the_shim_lists_exactly_the_pages_holding_a_byte_other_than_zero() {
+        let fixture = Fixture::new(WAT);
+        let (mut store, instance) = fixture.instance().await;
+        // Past 64 MiB, so that the scan takes two calls.
+        let (grown,): (i32,) = call(&mut store, instance, "grow", (1024u32,)).await;
+        assert_eq!(grown, 2);
+        let end = 1026u32 << 16;
+        let pokes = [
+            // The last word of page 5, the first of page 9.
+            (5 * 4096 + 4092, 1u32),
+            (9 * 4096, 1),
+            // Page 20 written, then zero again.
+            (20 * 4096 + 64, 3),
+            (20 * 4096 + 64, 0),
+            // Beyond the first call's 64 MiB, and the memory's last word.
+            ((64 << 20) + 8, 1),
+            (end - 4, 1 << 31),
+        ];
+        for (addr, v) in pokes {
+            call::<_, ()>(&mut store, instance, "poke", (addr, v)).await;
+        }
+        let shim = Shim::new(&mut store, instance, fixture.snapshots.exports).unwrap();
+        let size = shim.memory_size(&mut store, 0).await.unwrap();
+        let mut read = Vec::new();
+        each_page(&mut store, &shim, 0, size, |n, page| {
+            if !is_zero(page) {
+                read.push(n);
+            }
+        })
+        .await
+        .unwrap();
+        let listed = nonzero_pages(&mut store, &shim, 0, size).await.unwrap();
+        assert_eq!(listed, read);
+        // The data page, then the pokes' pages.
+        assert_eq!(listed, [0, 5, 9, 16384, end / 4096 - 1]);
+    }
+
+    #[tokio::test]
+    async fn a_baseline_page_written_back_to_zero_is_held_and_restored_as_zero() {
+        let fixture = Fixture::confirmed().await;
+        let (mut store, instance) = fixture.instance().await;
+        // The initial data, "initial" at 16, overwritten with zeroes.
+        call::<_, ()>(&mut store, instance, "fill", (16u32, 7u32, 0u32)).await;
+        let image = capture(&mut store, instance, &fixture.snapshots)
+            .await
+            .unwrap();
+        assert_eq!(image.base, Base::Fresh);
+        assert_eq!(image.memories[0].pages, vec![0]);
+        let (mut fresh, again) = fixture.restored(&image, &mut store, instance).await;
+        let (word,): (u32,) = call(&mut fresh, again, "peek", (16u32,)).await;
+        assert_eq!(word, 0);
     }
 
     #[tokio::test]

@@ -84,7 +84,7 @@ pub(crate) struct Lifted {
 }
 
 /// The shim's lifted functions, in the order the component lifts them.
-pub(crate) const LIFTED: [Lifted; 8] = [
+pub(crate) const LIFTED: [Lifted; 9] = [
     // `length` bytes of a memory from `offset`.
     Lifted {
         name: "read",
@@ -159,6 +159,19 @@ pub(crate) const LIFTED: [Lifted; 8] = [
         params: &[("table", Ty::U32)],
         result: Some(Ty::U32),
         memory: false,
+        realloc: false,
+    },
+    // The numbers of the [`PAGE`]s holding a byte other than zero, in order, among those of
+    // `length` bytes of a memory from `offset` (both multiples of [`PAGE`]).
+    Lifted {
+        name: "nonzero-pages",
+        params: &[
+            ("memory", Ty::U32),
+            ("offset", Ty::U32),
+            ("length", Ty::U32),
+        ],
+        result: Some(Ty::Numbers),
+        memory: true,
         realloc: false,
     },
 ];

@@ -17,6 +17,7 @@ pub(crate) struct ShimExports {
     globals: ComponentExportIndex,
     set_globals: ComponentExportIndex,
     table_size: ComponentExportIndex,
+    nonzero_pages: ComponentExportIndex,
 }
 
 impl ShimExports {
@@ -32,6 +33,7 @@ impl ShimExports {
             globals,
             set_globals,
             table_size,
+            nonzero_pages,
         ] = &LIFTED;
         Some(ShimExports {
             read: find(read)?,
@@ -42,6 +44,7 @@ impl ShimExports {
             globals: find(globals)?,
             set_globals: find(set_globals)?,
             table_size: find(table_size)?,
+            nonzero_pages: find(nonzero_pages)?,
         })
     }
 }
@@ -58,6 +61,7 @@ pub(crate) struct Shim {
     grow: TypedFunc<(u32, u32), (i32,)>,
     globals: TypedFunc<(), (WasmList<u64>,)>,
     table_size: TypedFunc<(u32,), (u32,)>,
+    nonzero_pages: TypedFunc<(u32, u32, u32), (WasmList<u32>,)>,
 }
 
 impl Shim {
@@ -80,6 +84,7 @@ impl Shim {
             grow: instance.get_typed_func(&mut *store, exports.grow)?,
             globals: instance.get_typed_func(&mut *store, exports.globals)?,
             table_size: instance.get_typed_func(&mut *store, exports.table_size)?,
+            nonzero_pages: instance.get_typed_func(&mut *store, exports.nonzero_pages)?,
         })
     }
 
@@ -145,6 +150,24 @@ impl Shim {
     ) -> wasmtime::Result<bool> {
         let (old,) = self.grow.call_async(store, (memory, pages)).await?;
         Ok(old != -1)
+    }
+
+    /// The numbers of the pages of `length` bytes of memory `memory` from `offset` (both
+    /// multiples of a page) that hold a byte other than zero, in order, as the shim's memory
+    /// holds them until the next call.
+    pub(crate) async fn nonzero_pages<'s, T: Send + 'static>(
+        &self,
+        store: &'s mut Store<T>,
+        memory: u32,
+        offset: u32,
+        length: u32,
+    ) -> wasmtime::Result<&'s [u32]> {
+        let (list,) = self
+            .nonzero_pages
+            .call_async(&mut *store, (memory, offset, length))
+            .await?;
+        let store: &'s Store<T> = store;
+        Ok(list.as_le_slice(store))
     }
 
     /// Every global's bits, in the shim's order.

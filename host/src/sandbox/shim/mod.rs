@@ -9,10 +9,11 @@
 //! - A shim function touches only the item its index names, in the range it is given, and the
 //!   shim's own memory: the guest's state changes only by `write-pages`, `zero`, `grow` and
 //!   `set-globals`.
-//! - The shim's own memory holds one call's data and nothing between calls: `read` and
-//!   `globals` copy to [`DATA`](abi::DATA), and `realloc` hands out room from there on for a
-//!   call's list arguments, from there again at the next call; it grows as a call needs and
-//!   never shrinks.
+//! - The shim's own memory holds one call's data and nothing between calls: `read`,
+//!   `globals` and `nonzero-pages` (the pages worth reading, found by scanning a memory in
+//!   place) put their answer at [`DATA`](abi::DATA), and `realloc` hands out room from there
+//!   on for a call's list arguments, from there again at the next call; it grows as a call
+//!   needs and never shrinks.
 //! - Few calls: globals go in one call each way, as a list in the layout's order (an
 //!   interpreter's component has hundreds: componentize-py's, 493), and pages are written
 //!   scattered, many a call. A call costs about a microsecond.

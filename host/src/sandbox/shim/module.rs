@@ -65,7 +65,7 @@ pub(crate) fn module(imports: &Imports) -> Module {
 
     let (i32_, i64_) = (ValType::I32, ValType::I64);
     // One type per function, in function order.
-    let signatures: [(&[ValType], &[ValType]); 10] = [
+    let signatures: [(&[ValType], &[ValType]); 11] = [
         (&[i32_, i32_, i32_, i32_], &[i32_]),   // realloc
         (&[i32_, i32_, i32_], &[i32_]),         // read
         (&[i32_, i32_, i32_, i32_, i32_], &[]), // write-pages
@@ -75,6 +75,7 @@ pub(crate) fn module(imports: &Imports) -> Module {
         (&[], &[i32_]),                         // globals
         (&[i32_, i32_], &[]),                   // set-globals
         (&[i32_], &[i32_]),                     // table-size
+        (&[i32_, i32_, i32_], &[i32_]),         // nonzero-pages
         (&[i64_], &[]),                         // ensure
     ];
     let mut types = TypeSection::new();
@@ -113,6 +114,7 @@ pub(crate) fn module(imports: &Imports) -> Module {
         shim.globals(),
         shim.set_globals(),
         shim.table_size(),
+        shim.nonzero_pages(),
         shim.ensure(),
     ] {
         code.function(&f);
@@ -436,6 +438,119 @@ impl Shim<'_> {
         code.extend(self.reset());
         code.push(End);
         function(&[], &code)
+    }
+
+    /// `nonzero-pages(memory, offset, length) -> list<u32>`: the numbers of the [`PAGE`]s in
+    /// the range that hold a byte other than zero, scanned in place 64 bytes at a time (so a
+    /// page nobody wrote is read, never copied).
+    fn nonzero_pages(&self) -> Function {
+        use Instruction::*;
+        // Parameters: memory, offset, length; then the locals.
+        const OFFSET: u32 = 1;
+        const LENGTH: u32 = 2;
+        const LEFT: u32 = 3;
+        const AT: u32 = 4;
+        const WORD: u32 = 5;
+        const COUNT: u32 = 6;
+        // Room for a number per page of the range.
+        let room = [
+            I64Const(i64::from(DATA)),
+            LocalGet(LENGTH),
+            I32Const(PAGE_SHIFT),
+            I32ShrU,
+            I64ExtendI32U,
+            I64Const(2),
+            I64Shl,
+            I64Add,
+            Call(ENSURE),
+        ];
+        let next_page = [
+            LocalGet(AT),
+            I32Const(PAGE as i32),
+            I32Add,
+            LocalSet(AT),
+            LocalGet(LEFT),
+            I32Const(1),
+            I32Sub,
+            LocalSet(LEFT),
+        ];
+        let locals = [ValType::I32; 4];
+        self.dispatch(&locals, &room, self.imports.memories.len(), |k| {
+            let load = |offset| {
+                V128Load(MemArg {
+                    offset,
+                    align: 4,
+                    memory_index: k,
+                })
+            };
+            let mut arm = vec![
+                I32Const(0),
+                LocalSet(COUNT),
+                LocalGet(OFFSET),
+                LocalSet(AT),
+                LocalGet(LENGTH),
+                I32Const(PAGE_SHIFT),
+                I32ShrU,
+                LocalSet(LEFT),
+                Block(BlockType::Empty),
+                Loop(BlockType::Empty),
+                LocalGet(LEFT),
+                I32Eqz,
+                BrIf(1),
+                LocalGet(AT),
+                LocalSet(WORD),
+                Block(BlockType::Empty),
+                Loop(BlockType::Empty),
+                LocalGet(WORD),
+                load(0),
+                LocalGet(WORD),
+                load(16),
+                V128Or,
+                LocalGet(WORD),
+                load(32),
+                V128Or,
+                LocalGet(WORD),
+                load(48),
+                V128Or,
+                V128AnyTrue,
+                // A byte other than zero: the page is counted, below.
+                BrIf(1),
+                LocalGet(WORD),
+                I32Const(64),
+                I32Add,
+                LocalTee(WORD),
+                LocalGet(AT),
+                I32Sub,
+                I32Const(PAGE as i32),
+                I32LtU,
+                BrIf(0),
+                End,
+            ];
+            // All zeroes: on to the next page.
+            arm.extend(next_page.clone());
+            arm.extend([
+                Br(1),
+                End,
+                // numbers[count] = at >> PAGE_SHIFT
+                I32Const(DATA as i32),
+                LocalGet(COUNT),
+                I32Const(2),
+                I32Shl,
+                I32Add,
+                LocalGet(AT),
+                I32Const(PAGE_SHIFT),
+                I32ShrU,
+                I32Store(self.at(0, 2)),
+                LocalGet(COUNT),
+                I32Const(1),
+                I32Add,
+                LocalSet(COUNT),
+            ]);
+            arm.extend(next_page.clone());
+            arm.extend([Br(0), End, End]);
+            arm.extend(self.returned(LocalGet(COUNT)));
+            arm
+        })
     }
 
     /// `table-size(table) -> u32`.
