@@ -58,7 +58,8 @@ use tracing_subscriber::prelude::*;
 /// Run Mote's standard benchmark workloads.
 #[derive(Parser)]
 struct Args {
-    /// w1, w2, w3, ring, chain, forkjoin, big, savina (the four), epoch, restart, timers,
+    /// w1, w2, w3, idle (w2's actors asleep), ring, chain, forkjoin, big, savina (the four),
+    /// epoch, restart, timers,
     /// pubsub, ask, commit, recovery, activation, persist, upgrade, languages, cluster, durable,
     /// patterns, images, compile, erlang
     /// (the peers alone) or all (every workload, then the ratios against Erlang).
@@ -66,9 +67,12 @@ struct Args {
     /// Scheduler worker threads (tokio's runtime gets as many, for I/O and timers).
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Actors for w2.
+    /// Actors for w2 and idle.
     #[arg(long, default_value_t = 100_000)]
     actors: usize,
+    /// Milliseconds idle after which `idle`'s actors hibernate.
+    #[arg(long, default_value_t = 10)]
+    hibernate_after_ms: u64,
     /// Messages for w1.
     #[arg(long, default_value_t = 1_000_000)]
     messages: u32,
@@ -111,6 +115,7 @@ struct Args {
 mod cluster;
 mod compile;
 mod durability;
+mod idle;
 mod images;
 mod patterns;
 mod savina;
@@ -159,6 +164,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
             "w1" => w1(&args).await.map(drop),
             "w2" => w2(&args).await.map(drop),
             "w3" => w3(&args).await.map(drop),
+            "idle" => idle::idle(&args).await,
             "ring" => savina::ring(&args).await.map(drop),
             "chain" => savina::chain(&args).await.map(drop),
             "forkjoin" => savina::fork_join(&args).await.map(drop),
@@ -216,7 +222,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
                 versus::erlang(&args, &headline)
             }
             other => bail!(
-                "unknown workload {other:?}: use w1, w2, w3, ring, chain, forkjoin, big, savina, \
+                "unknown workload {other:?}: use w1, w2, w3, idle, ring, chain, forkjoin, big, savina, \
                  epoch, restart, timers, pubsub, ask, commit, recovery, activation, persist, \
                  upgrade, languages, cluster, durable, patterns, images, compile, erlang or all"
             ),
