@@ -312,8 +312,12 @@ pub(crate) async fn capture<T: Send + 'static>(
                 }
             }
         }
-        let data = zstd::bulk::compress(&raw, LEVEL)
+        let mut data = zstd::bulk::compress(&raw, LEVEL)
             .map_err(|e| ImageError::Uncapturable(format!("compressing memory: {e}")))?;
+        // zstd hands back room for the worst case (about the raw size): a hibernating actor
+        // keeps its image, so it keeps only the compressed bytes.
+        data.shrink_to_fit();
+        pages.shrink_to_fit();
         memories.push(MemoryImage {
             at: *at,
             size,
@@ -696,6 +700,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(image.base, Base::Fresh);
+        // An image holds no spare room: a sleeping actor keeps it.
+        let held = &image.memories[0];
+        assert_eq!(held.data.capacity(), held.data.len());
+        assert_eq!(held.pages.capacity(), held.pages.len());
         // The page poked at 100,000 and the filled ones; the initial data page is unchanged,
         // so it is not held.
         assert_eq!(image.memories[0].pages.len(), 1 + 147);
