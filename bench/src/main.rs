@@ -206,6 +206,7 @@ fn run(args: Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
                     ("forkjoin", savina::fork_join(&args).await?),
                     ("big", savina::big(&args).await?),
                 ];
+                idle::idle(&args).await?;
                 epoch(&args).await?;
                 restart(&args).await?;
                 timers(&args).await?;
