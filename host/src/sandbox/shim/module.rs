@@ -464,16 +464,6 @@ impl Shim<'_> {
             I64Add,
             Call(ENSURE),
         ];
-        let next_page = [
-            LocalGet(AT),
-            I32Const(PAGE as i32),
-            I32Add,
-            LocalSet(AT),
-            LocalGet(LEFT),
-            I32Const(1),
-            I32Sub,
-            LocalSet(LEFT),
-        ];
         let locals = [ValType::I32; 4];
         self.dispatch(&locals, &room, self.imports.memories.len(), |k| {
             let load = |offset| {
@@ -499,6 +489,9 @@ impl Shim<'_> {
                 BrIf(1),
                 LocalGet(AT),
                 LocalSet(WORD),
+                // Left when the page is all zeroes, or once it is counted.
+                Block(BlockType::Empty),
+                // Left at the first 64 bytes that are not all zeroes.
                 Block(BlockType::Empty),
                 Loop(BlockType::Empty),
                 LocalGet(WORD),
@@ -513,7 +506,6 @@ impl Shim<'_> {
                 load(48),
                 V128Or,
                 V128AnyTrue,
-                // A byte other than zero: the page is counted, below.
                 BrIf(1),
                 LocalGet(WORD),
                 I32Const(64),
@@ -525,10 +517,7 @@ impl Shim<'_> {
                 I32LtU,
                 BrIf(0),
                 End,
-            ];
-            // All zeroes: on to the next page.
-            arm.extend(next_page.clone());
-            arm.extend([
+                // All zeroes: not counted.
                 Br(1),
                 End,
                 // numbers[count] = at >> PAGE_SHIFT
@@ -545,9 +534,20 @@ impl Shim<'_> {
                 I32Const(1),
                 I32Add,
                 LocalSet(COUNT),
-            ]);
-            arm.extend(next_page.clone());
-            arm.extend([Br(0), End, End]);
+                End,
+                // On to the next page.
+                LocalGet(AT),
+                I32Const(PAGE as i32),
+                I32Add,
+                LocalSet(AT),
+                LocalGet(LEFT),
+                I32Const(1),
+                I32Sub,
+                LocalSet(LEFT),
+                Br(0),
+                End,
+                End,
+            ];
             arm.extend(self.returned(LocalGet(COUNT)));
             arm
         })
