@@ -40,7 +40,7 @@ pub(super) async fn idle(args: &Args) -> anyhow::Result<()> {
     };
     let rss0 = rss_bytes();
     let start = Instant::now();
-    let mut asleep_at = Duration::ZERO;
+    let mut waiting = Duration::ZERO;
     for first in (0..n).step_by(BATCH) {
         let batch = first..(first + BATCH).min(n);
         for i in batch.clone() {
@@ -58,7 +58,7 @@ pub(super) async fn idle(args: &Args) -> anyhow::Result<()> {
         }
         let answered = start.elapsed();
         all_asleep(&system).await?;
-        asleep_at += start.elapsed() - answered;
+        waiting += start.elapsed() - answered;
     }
     let total = start.elapsed().as_secs_f64();
     let rss = rss_bytes().saturating_sub(rss0);
@@ -71,7 +71,7 @@ pub(super) async fn idle(args: &Args) -> anyhow::Result<()> {
          waiting_for_sleep_seconds={:.3} spawns_per_sec={:.0} rss_bytes_per_sleeping_actor={} \
          rss_total_mib={}",
         args.hibernate_after_ms,
-        asleep_at.as_secs_f64(),
+        waiting.as_secs_f64(),
         n as f64 / total,
         rss / n.max(1) as u64,
         rss >> 20,
