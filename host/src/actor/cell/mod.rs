@@ -162,42 +162,54 @@ struct Cell {
     departing: Option<tokio::sync::oneshot::Sender<super::departure::Handover>>,
 }
 
-async fn run(spec: CellSpec) {
-    let lineage = match &spec.reservation {
-        Some(reservation) => reservation.lineage().clone(),
-        None => Lineage::root(spec.limits.quotas.descendants),
-    };
-    let mut cell = Cell {
-        lineage,
-        _reservation: spec.reservation,
-        kernel: spec.kernel,
-        caps: spec.caps,
-        modules: spec.modules,
-        me: spec.me,
-        parent: spec.parent,
-        module: spec.module,
-        init: spec.init.into(),
-        limits: spec.limits,
-        mailbox: spec.mailbox,
-        instance: None,
-        watchers: HashSet::new(),
-        carried: None,
-        deferred: VecDeque::new(),
-        escalated: Vec::new(),
-        passivate_after: spec.passivate_after,
-        hibernate_after: spec.hibernate_after,
-        dormant: None,
-        passivated: false,
-        active: true,
-        restoring: spec.restoring,
-        departing: None,
-    };
-    let reason = cell.live().await;
-    if let Some(to) = cell.departing.take() {
-        Box::pin(cell.hand_over(to)).await;
-        return;
+/// The cell's task. The cell is built before the future, so that the future holds it once
+/// (an `async fn` taking the spec keeps the spec as well as the cell built from it: 1 KiB an
+/// actor, for its whole life).
+fn run(spec: CellSpec) -> impl std::future::Future<Output = ()> + Send {
+    let mut cell = Cell::new(spec);
+    async move {
+        let reason = cell.live().await;
+        if let Some(to) = cell.departing.take() {
+            Box::pin(cell.hand_over(to)).await;
+            return;
+        }
+        Box::pin(cell.terminate(reason)).await;
     }
-    Box::pin(cell.terminate(reason)).await;
+}
+
+impl Cell {
+    /// The cell of an actor whose path and mailbox are claimed.
+    fn new(spec: CellSpec) -> Self {
+        let lineage = match &spec.reservation {
+            Some(reservation) => reservation.lineage().clone(),
+            None => Lineage::root(spec.limits.quotas.descendants),
+        };
+        Cell {
+            lineage,
+            _reservation: spec.reservation,
+            kernel: spec.kernel,
+            caps: spec.caps,
+            modules: spec.modules,
+            me: spec.me,
+            parent: spec.parent,
+            module: spec.module,
+            init: spec.init.into(),
+            limits: spec.limits,
+            mailbox: spec.mailbox,
+            instance: None,
+            watchers: HashSet::new(),
+            carried: None,
+            deferred: VecDeque::new(),
+            escalated: Vec::new(),
+            passivate_after: spec.passivate_after,
+            hibernate_after: spec.hibernate_after,
+            dormant: None,
+            passivated: false,
+            active: true,
+            restoring: spec.restoring,
+            departing: None,
+        }
+    }
 }
 
 impl Cell {
@@ -526,7 +538,7 @@ impl Cell {
                     continue;
                 }
                 let exit = match self.mailbox.system.recv().await {
-                    Some(sys) => self.handle_system(sys).await,
+                    Some(sys) => Box::pin(self.handle_system(sys)).await,
                     None => Some(Exit::Stop(StopReason::Normal)),
                 };
                 if let Some(exit) = exit {
@@ -596,7 +608,7 @@ impl Cell {
                 }
             };
             let exit = match next {
-                Ok(sys) => self.handle_system(sys).await,
+                Ok(sys) => Box::pin(self.handle_system(sys)).await,
                 Err(Some(msg)) => {
                     self.mailbox.took(&msg);
                     self.handle_user(msg).await
@@ -622,14 +634,19 @@ impl Cell {
             .is_some_and(|instance| self.caps.holds(&instance.state().caps))
     }
 
+    /// Handles the deferred and queued system messages, before the next user message.
+    ///
+    /// Handling a system message is boxed here and wherever `serve` waits for one: it is the
+    /// cell's biggest state, and rare, so the future an idle actor holds stays small, and a
+    /// message with nothing on the system lane costs no allocation.
     async fn drain_system(&mut self) -> Option<Exit> {
         while let Some(sys) = self.deferred.pop_front() {
-            if let Some(exit) = self.handle_system(sys).await {
+            if let Some(exit) = Box::pin(self.handle_system(sys)).await {
                 return Some(exit);
             }
         }
         while let Ok(sys) = self.mailbox.system.try_recv() {
-            if let Some(exit) = self.handle_system(sys).await {
+            if let Some(exit) = Box::pin(self.handle_system(sys)).await {
                 return Some(exit);
             }
         }
