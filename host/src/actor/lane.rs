@@ -153,6 +153,18 @@ impl<T> LaneReceiver<T> {
         .await
     }
 
+    /// Gives back the queue's spare room: an empty lane then holds no buffer (a `VecDeque` keeps
+    /// the room of its busiest moment).
+    pub(crate) fn shrink(&mut self) {
+        self.shared.lock().queue.shrink_to_fit();
+    }
+
+    /// The room the queue holds now, in messages.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.shared.lock().queue.capacity()
+    }
+
     /// Refuses later sends; what is queued can still be taken.
     pub(crate) fn close(&mut self) {
         self.shared.lock().closed = true;
@@ -205,6 +217,26 @@ mod tests {
         let taken: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         assert_eq!(taken, (0..100).collect::<Vec<_>>());
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    }
+
+    #[test]
+    fn a_shrunk_lane_holds_no_room_beyond_its_messages_and_keeps_them() {
+        let (tx, mut rx) = lane();
+        for i in 0..100 {
+            tx.send(i).unwrap();
+        }
+        while rx.try_recv().is_ok_and(|i| i < 97) {}
+        assert!(rx.capacity() >= 100, "a drained queue keeps its room");
+        rx.shrink();
+        assert!(rx.capacity() < 100, "its room is given back");
+        assert_eq!(
+            std::iter::from_fn(|| rx.try_recv().ok()).collect::<Vec<_>>(),
+            [98, 99]
+        );
+        rx.shrink();
+        assert_eq!(rx.capacity(), 0, "an empty lane holds no buffer");
+        tx.send(7).unwrap();
+        assert_eq!(rx.try_recv(), Ok(7), "a shrunk lane takes messages again");
     }
 
     #[test]

@@ -369,6 +369,13 @@ impl ActorRef {
 }
 
 impl Mailbox {
+    /// Gives back the lanes' spare room (an actor going to sleep keeps no empty buffers).
+    pub(crate) fn shrink(&mut self) {
+        self.user.shrink();
+        self.urgent.shrink();
+        self.system.shrink();
+    }
+
     /// Takes the next user message if one is queued: an urgent one first, unless
     /// [`URGENT_RUN`] urgent ones were taken in a row and an ordinary one waits.
     pub(crate) fn try_next(&mut self) -> Result<UserMsg, TryRecvError> {

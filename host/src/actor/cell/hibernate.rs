@@ -62,6 +62,7 @@ impl Cell {
         let (pages, packed) = core.page_bytes();
         tracing::debug!(pages, packed, "hibernated");
         self.dormant = Some(Box::new(Dormant { core, state }));
+        self.mailbox.shrink();
         true
     }
 
