@@ -496,7 +496,7 @@ impl ActorSystem {
         ) {
             let request = from_outside(Some(endpoint.clone()), kind, body);
             // A request that was not queued (a full mailbox) fails now, not at the deadline.
-            if let Err(refused) = deliver_outside(&self.kernel, &path, request) {
+            if let Err(refused) = deliver_outside(&self.kernel, path, request) {
                 ask::withdraw(&self.kernel, &endpoint);
                 return Err(refused.into());
             }

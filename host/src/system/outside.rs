@@ -17,13 +17,14 @@ pub(super) fn from_outside(sender: Option<Address>, kind: &str, body: Vec<u8>) -
     Envelope::new(sender, kind, body).traced(TraceParent::current())
 }
 
-/// Checks a send from outside: an absolute path and a body within the size limit.
-pub(super) fn check_outside(
+/// Checks a send from outside: an absolute path and a body within the size limit. The path
+/// is checked in place, not copied into an `ActorPath`.
+pub(super) fn check_outside<'a>(
     kernel: &Kernel,
-    to: &str,
+    to: &'a str,
     body: &[u8],
-) -> Result<ActorPath, SendError> {
-    let path = ActorPath::parse(to)?;
+) -> Result<&'a str, SendError> {
+    ActorPath::check(to)?;
     let limit = kernel.config.max_message_bytes;
     if body.len() > limit {
         return Err(SendError::TooLarge {
@@ -31,7 +32,7 @@ pub(super) fn check_outside(
             limit,
         });
     }
-    Ok(path)
+    Ok(to)
 }
 
 /// A send from outside the system: the path is checked and the size limit applies.
@@ -43,17 +44,17 @@ pub(super) fn tell_outside(
     body: Vec<u8>,
 ) -> Result<(), SendError> {
     let path = check_outside(kernel, to, &body)?;
-    deliver_outside(kernel, &path, from_outside(sender, kind, body))
+    deliver_outside(kernel, path, from_outside(sender, kind, body))
 }
 
 /// Queues a message from outside at `path`: a full mailbox or link is the caller's error, as
 /// on one host (nothing was queued); any other undeliverable message is a dead letter.
 pub(super) fn deliver_outside(
     kernel: &Arc<Kernel>,
-    path: &ActorPath,
+    path: &str,
     envelope: Envelope,
 ) -> Result<(), SendError> {
-    match kernel.deliver(path.as_str(), None, envelope) {
+    match kernel.deliver(path, None, envelope) {
         Some(undelivered) if undelivered.reason == DeadLetterReason::MailboxFull => {
             Err(SendError::MailboxFull {
                 path: undelivered.target,
