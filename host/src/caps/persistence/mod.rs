@@ -112,14 +112,16 @@ pub(crate) struct Persistence {
 
 /// One actor instance's persistence: the id it chose and, once it recovered, its journal.
 pub(crate) struct Persistent {
-    /// The scope of its persistence ids: its module's name, or `@<kind>` for an entity.
-    scope: String,
+    /// The scope of its persistence ids: its module's name (shared, not copied), or `@<kind>`
+    /// for an entity.
+    scope: Arc<str>,
     /// A persistence id chosen before `recover` (scoped).
     pid: Option<String>,
-    /// Set by `recover`: the actor is persistent.
-    journal: Option<Journaled>,
+    /// Set by `recover`: the actor is persistent. Boxed, as is `recovery`: most actors never
+    /// persist, and each live actor holds this state for its whole life.
+    journal: Option<Box<Journaled>>,
     /// A long replay under way, reported as progress: its tracker and the seq it starts after.
-    recovery: Option<(Tracker, u64)>,
+    recovery: Option<Box<(Tracker, u64)>>,
 }
 
 /// The durable side of a persistent actor instance.
@@ -281,8 +283,8 @@ impl Capability for Persistence {
     fn state(&self, actor: &ActorCore, origin: Origin<'_, Persistent>) -> Persistent {
         let path = actor.me.path.as_str();
         let scope = match self.entities.kind_of(path) {
-            Some(kind) => format!("@{kind}"),
-            None => actor.module.to_string(),
+            Some(kind) => format!("@{kind}").into(),
+            None => actor.module.clone(),
         };
         match origin {
             Origin::Spawned => Persistent {
@@ -305,7 +307,7 @@ impl Capability for Persistence {
                 journal: old
                     .journal
                     .as_ref()
-                    .map(|j| Journaled::new(j.pid.clone(), j.seq, actor)),
+                    .map(|j| Box::new(Journaled::new(j.pid.clone(), j.seq, actor))),
                 recovery: None,
             },
         }
@@ -359,7 +361,7 @@ impl Capability for Persistence {
         consumed: &mut Vec<Receipt>,
     ) -> Option<Commit> {
         let journal = state.journal.as_mut()?;
-        if let Some((tracker, _)) = state.recovery.take() {
+        if let Some((tracker, _)) = state.recovery.take().map(|r| *r) {
             // The call that recovered has returned: recovery is over.
             tracker.finish(Ok(()));
         }
@@ -631,7 +633,7 @@ impl Call<'_, Persistence> {
         }
         self.state
             .journal
-            .as_mut()
+            .as_deref_mut()
             .ok_or(PersistError::NotRecovered)
     }
 
@@ -695,7 +697,7 @@ impl wit::Host for Call<'_, Persistence> {
         // Legacy state (schema 1) is adopted by the actor at its path, or by a trusted module.
         let scope = &self.state.scope;
         let own_path = pid == format!("{scope}:{}", self.actor.me.path);
-        let trusted = self.cap.legacy_owners.iter().any(|m| m == scope);
+        let trusted = self.cap.legacy_owners.iter().any(|m| **m == **scope);
         if (own_path || trusted) && durable.adopt(&pid).map_err(storage)? {
             self.cap.reminders.transfer(&legacy_of(&pid), &pid);
             tracing::info!(%pid, "adopted the state its id had before persistence ids were scoped");
@@ -710,11 +712,11 @@ impl wit::Host for Call<'_, Persistence> {
                 actor: self.actor.me.path.to_string(),
             };
             let tracker = self.actor.kernel.reports.begin(task, Some(seq - from));
-            self.state.recovery = Some((tracker, from));
+            self.state.recovery = Some(Box::new((tracker, from)));
         }
         match &mut self.state.journal {
             Some(j) => j.seq = j.seq.max(seq),
-            None => self.state.journal = Some(Journaled::new(pid, seq, self.actor)),
+            None => self.state.journal = Some(Box::new(Journaled::new(pid, seq, self.actor))),
         }
         // From now on this actor's steps are committed before their effects.
         self.actor.step.hold();
@@ -733,7 +735,7 @@ impl wit::Host for Call<'_, Persistence> {
             Store::Volatile => return Err(PersistError::Unavailable),
         }
         .map_err(storage)?;
-        if let Some((tracker, from)) = &mut self.state.recovery
+        if let Some((tracker, from)) = self.state.recovery.as_deref_mut()
             && let Some((last, _)) = events.last()
         {
             tracker.advance(last.saturating_sub(*from));
@@ -909,7 +911,10 @@ impl Call<'_, Persistence> {
         let snapshot = history.recover();
         match &mut self.state.journal {
             Some(j) => j.seq = j.seq.max(history.until()),
-            None => self.state.journal = Some(Journaled::new(pid, history.until(), self.actor)),
+            None => {
+                self.state.journal =
+                    Some(Box::new(Journaled::new(pid, history.until(), self.actor)))
+            }
         }
         self.actor.step.hold();
         Ok(snapshot.map(|s| WitSnapshot {
