@@ -33,7 +33,8 @@ pub(crate) struct ActorCore {
     pub(crate) init: Arc<[u8]>,
     /// What its module was granted beyond the defaults (`wasi:http`).
     pub(crate) grants: Arc<[String]>,
-    pub(crate) limits: Limits,
+    /// Its limits, shared with its cell (and every instance the cell boots).
+    pub(crate) limits: Arc<Limits>,
     /// What the actor has done and used so far, its refusals among them.
     pub(crate) stats: Arc<ActorStats>,
     /// Its count of live descendants, and its ancestors'.
@@ -103,7 +104,7 @@ impl ActorCore {
         me: Address,
         parent: Option<Address>,
         program: Program,
-        limits: Limits,
+        limits: Arc<Limits>,
         account: (Arc<ActorStats>, Arc<Lineage>),
     ) -> Self {
         let (stats, lineage) = account;
@@ -154,7 +155,7 @@ impl ActorCore {
                 version,
                 init: self.init.clone(),
             },
-            self.limits,
+            self.limits.clone(),
             (self.stats.clone(), self.lineage.clone()),
         );
         next.grants = self.grants.clone();

@@ -244,7 +244,7 @@ impl Replay {
             actor.address.clone(),
             None,
             program,
-            limits,
+            Arc::new(limits),
             account,
         );
         core.grants = module.grants.as_slice().into();

@@ -18,7 +18,7 @@ impl Cell {
     /// to serve on (also when it cannot be captured).
     pub(super) async fn depart(&mut self, departure: Departure) -> Option<Exit> {
         let Departure { image, verdict } = departure;
-        let limits = self.limits;
+        let limits = *self.limits;
         let captured = self.capture().await.map(|image| (image.encode(), limits));
         let ok = captured.is_ok();
         if image.send(captured).is_err() || !ok {

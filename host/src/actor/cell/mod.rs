@@ -137,7 +137,7 @@ struct Cell {
     parent: Option<Address>,
     module: Arc<Module>,
     init: Arc<[u8]>,
-    limits: Limits,
+    limits: Arc<Limits>,
     mailbox: Mailbox,
     instance: Option<ActorInstance>,
     /// Who watches this actor; kept across restarts.
@@ -199,7 +199,7 @@ impl Cell {
             parent: spec.parent,
             module: spec.module,
             init: spec.init.into(),
-            limits: spec.limits,
+            limits: Arc::new(spec.limits),
             mailbox: spec.mailbox,
             instance: None,
             watchers: HashSet::new(),
@@ -328,7 +328,7 @@ impl Cell {
             self.me.address.clone(),
             self.parent.clone(),
             program,
-            self.limits,
+            self.limits.clone(),
             (
                 self.me.stats.clone().unwrap_or_default(),
                 self.lineage.clone(),
