@@ -222,7 +222,21 @@ pub(crate) async fn run(
     }
     let _ = std::fs::remove_file(&control);
     if let Err(alive) = system.shutdown().await {
-        anyhow::bail!("shutdown timed out; still running: {}", alive.join(", "));
+        // The first ten: a host of a million actors would print every path.
+        let listed = alive
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = match alive.len().saturating_sub(10) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        anyhow::bail!(
+            "shutdown timed out; {} still running: {listed}{more}",
+            alive.len()
+        );
     }
     Ok(())
 }

@@ -625,7 +625,9 @@ impl ActorSystem {
                 .filter(|i| i.module.is_some())
                 .map(|i| i.address.path.to_string())
                 .collect();
-            tracing::warn!(?alive, "shutdown timed out");
+            // The count and the first few: a host of a million actors would log every path.
+            let first = &alive[..alive.len().min(10)];
+            tracing::warn!(alive = alive.len(), ?first, "shutdown timed out");
             return Err(alive);
         }
         if let Some(shared) = self.shared_modules.get() {
