@@ -215,9 +215,7 @@ impl Cell {
             departing: None,
         }
     }
-}
 
-impl Cell {
     /// Runs incarnation instances until the actor stops; returns why.
     ///
     /// The rare paths (boot, failures, restarts, upgrades, termination) are boxed where they
