@@ -486,7 +486,7 @@ impl ActorSystem {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Envelope, AskError> {
-        let path = check_outside(&self.kernel, to, &body)?;
+        check_outside(&self.kernel, to, &body)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         if let Some(endpoint) = ask::endpoint(
             &self.kernel,
@@ -496,7 +496,7 @@ impl ActorSystem {
         ) {
             let request = from_outside(Some(endpoint.clone()), kind, body);
             // A request that was not queued (a full mailbox) fails now, not at the deadline.
-            if let Err(refused) = deliver_outside(&self.kernel, path, request) {
+            if let Err(refused) = deliver_outside(&self.kernel, to, request) {
                 ask::withdraw(&self.kernel, &endpoint);
                 return Err(refused.into());
             }

@@ -19,11 +19,7 @@ pub(super) fn from_outside(sender: Option<Address>, kind: &str, body: Vec<u8>) -
 
 /// Checks a send from outside: an absolute path and a body within the size limit. The path
 /// is checked in place, not copied into an `ActorPath`.
-pub(super) fn check_outside<'a>(
-    kernel: &Kernel,
-    to: &'a str,
-    body: &[u8],
-) -> Result<&'a str, SendError> {
+pub(super) fn check_outside(kernel: &Kernel, to: &str, body: &[u8]) -> Result<(), SendError> {
     ActorPath::check(to)?;
     let limit = kernel.config.max_message_bytes;
     if body.len() > limit {
@@ -32,7 +28,7 @@ pub(super) fn check_outside<'a>(
             limit,
         });
     }
-    Ok(to)
+    Ok(())
 }
 
 /// A send from outside the system: the path is checked and the size limit applies.
@@ -43,8 +39,8 @@ pub(super) fn tell_outside(
     kind: &str,
     body: Vec<u8>,
 ) -> Result<(), SendError> {
-    let path = check_outside(kernel, to, &body)?;
-    deliver_outside(kernel, path, from_outside(sender, kind, body))
+    check_outside(kernel, to, &body)?;
+    deliver_outside(kernel, to, from_outside(sender, kind, body))
 }
 
 /// Queues a message from outside at `path`: a full mailbox or link is the caller's error, as
