@@ -306,6 +306,23 @@ pub enum SendError {
     },
 }
 
+/// `ActorSystem::shutdown` reached its timeout with actors still alive.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shutdown timed out; {} still running: {}", .alive.len(), listed(.alive))]
+pub struct ShutdownTimedOut {
+    /// The paths of the actors still alive at the deadline.
+    pub alive: Vec<String>,
+}
+
+/// The first ten of `paths`, and how many more: a host of a million actors would name every one.
+fn listed(paths: &[String]) -> String {
+    let mut out = paths[..paths.len().min(10)].join(", ");
+    if paths.len() > 10 {
+        out.push_str(&format!(" and {} more", paths.len() - 10));
+    }
+    out
+}
+
 /// Building or running the host failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -484,4 +501,23 @@ pub enum ReplayError {
     /// The actor trapped earlier: its instance cannot be entered again.
     #[error("the replayed actor trapped earlier; open the replay again")]
     Poisoned,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShutdownTimedOut;
+
+    #[test]
+    fn a_timed_out_shutdown_names_the_first_ten_actors_and_counts_the_rest() {
+        let paths = |n: usize| (0..n).map(|i| format!("/user/a{i}")).collect::<Vec<_>>();
+        let few = ShutdownTimedOut { alive: paths(2) }.to_string();
+        assert_eq!(
+            few,
+            "shutdown timed out; 2 still running: /user/a0, /user/a1"
+        );
+        let many = ShutdownTimedOut { alive: paths(25) }.to_string();
+        assert!(many.starts_with("shutdown timed out; 25 still running: /user/a0, "));
+        assert!(many.contains("/user/a9 and 15 more"), "{many}");
+        assert!(!many.contains("/user/a10"), "{many}");
+    }
 }

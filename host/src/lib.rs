@@ -124,7 +124,7 @@ pub use deploy::upgrade::{
 };
 pub use error::{
     AddressError, BoxError, DatabaseError, HostError, ManifestError, ModuleError, ReplayError,
-    SendError, SpawnError, chain,
+    SendError, ShutdownTimedOut, SpawnError, chain,
 };
 pub use kernel::TERMINATED_KIND;
 pub use kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter, DeadLetterReason};

@@ -38,7 +38,7 @@ use crate::deploy::upgrade::{
     self, SetCurrent, UpgradeError, UpgradeOptions, UpgradeProgress, UpgradeReport, Upgrader,
     Upgrades,
 };
-use crate::error::{AddressError, HostError, ModuleError, SendError, SpawnError};
+use crate::error::{AddressError, HostError, ModuleError, SendError, ShutdownTimedOut, SpawnError};
 use crate::guestlog::GuestLog;
 use crate::kernel::Kernel;
 use crate::kernel::deadletters::{DEAD_LETTERS_PATH, DeadLetter};
@@ -610,8 +610,8 @@ impl ActorSystem {
     }
 
     /// Stops every actor (children first, `stopping` with reason shutdown) and waits for them, up
-    /// to the configured shutdown timeout. Returns the paths still alive at the deadline.
-    pub async fn shutdown(&self) -> Result<(), Vec<String>> {
+    /// to the configured shutdown timeout. Names the paths still alive at the deadline.
+    pub async fn shutdown(&self) -> Result<(), ShutdownTimedOut> {
         self.kernel.begin_shutdown();
         self.signal_top_level(StopReason::Shutdown);
         let wait = self.user_actors_stopped();
@@ -625,10 +625,9 @@ impl ActorSystem {
                 .filter(|i| i.module.is_some())
                 .map(|i| i.address.path.to_string())
                 .collect();
-            // The count and the first few: a host of a million actors would log every path.
-            let first = &alive[..alive.len().min(10)];
-            tracing::warn!(alive = alive.len(), ?first, "shutdown timed out");
-            return Err(alive);
+            let timed_out = ShutdownTimedOut { alive };
+            tracing::warn!("{timed_out}");
+            return Err(timed_out);
         }
         if let Some(shared) = self.shared_modules.get() {
             shared.stop();
