@@ -121,10 +121,13 @@ mod patterns;
 mod savina;
 mod versus;
 
+/// The allocator `mote` uses too, so the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WAIT: Duration = Duration::from_secs(600);
 
 fn main() -> anyhow::Result<()> {
-    mote_host::tune_allocator();
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads)
