@@ -680,7 +680,7 @@ fn print_reply(reply: &control::Reply) -> anyhow::Result<()> {
 const LOG_QUEUE_LINES: usize = 16_384;
 
 /// mimalloc: actors allocate on one worker and free on another, which it does faster than
-/// glibc (see the workspace's Cargo.toml for the figures).
+/// glibc (the README's Measured has the same-run figures).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

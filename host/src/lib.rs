@@ -86,7 +86,7 @@ mod trace;
 /// halved spawn throughput in `mote-bench w2`. The heap also grows 16 MiB at a time instead of
 /// by what one allocation needs (untouched pages cost no RSS): +10% w2 spawns, same-run median
 /// of 7 pairs. For an embedder that keeps glibc's allocator, called once at start; Mote's own
-/// binaries use mimalloc instead (1.18x w3 over this, same run).
+/// binaries use mimalloc instead (faster still; see the README's Measured).
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator parameters; called before threads allocate much.
