@@ -16,7 +16,7 @@ use mote_host::{
 };
 use mote_tests::nats::NatsServer;
 use mote_tests::{
-    DEADLINE, Speech, TempDir, ask_as, durable_config, next, next_report, report_labelled,
+    DEADLINE, Speech, TempDir, ask_as, durable_config, next, next_report, report_labelled, routed,
     scenarios, system_configured, system_with, tell, wait_until,
 };
 
@@ -70,6 +70,9 @@ async fn tell_and_ask_reach_an_actor_on_another_node_in_order() {
 
     b.claim("/user/count").await.expect("b claims count");
     b.spawn("count", "counter", b"").expect("spawn on b");
+    routed(&[&a], "/user/count", "b").await;
+    assert_eq!(b.node_of("/user/count").as_deref(), Some("b"), "its own");
+    assert_eq!(a.node_of("/user/nobody"), None, "no node's");
     assert!(
         matches!(a.claim("/user/count").await, Err(ClusterError::Claimed { node, .. }) if node == "b"),
         "a live node's name is not claimable"
@@ -94,6 +97,7 @@ async fn tell_and_ask_reach_an_actor_on_another_node_in_order() {
     };
     b.spawn_with("check", "sequence", init.as_bytes(), whole_stream)
         .expect("checker");
+    routed(&[&a], "/user/check", "b").await;
     a.claim("/user/send").await.expect("claim");
     a.spawn("send", "sequence", b"send /user/check 0 20000")
         .expect("sender");
@@ -138,6 +142,8 @@ async fn a_guest_ask_of_another_node_is_answered_or_times_out_at_its_deadline() 
     let late = b
         .spawn("late", "ticker", b"/system/nobody")
         .expect("ticker");
+    routed(&[&a], "/user/count", "b").await;
+    routed(&[&a], "/user/late", "b").await;
 
     // The asker on a asks the counter on b: the answer crosses back to its `answered` hook.
     let ask = |to: &mote_host::Address, timeout_ms, get| Asking::Ask {
@@ -227,6 +233,7 @@ async fn watchers_hear_once_of_a_remote_stop_and_of_a_node_that_leaves() {
     for name in ["t1", "t2", "t3"] {
         b.claim(&format!("/user/{name}")).await.expect("claim");
         targets.push(b.spawn(name, "counter", b"").expect("target"));
+        routed(&[&a], &format!("/user/{name}"), "b").await;
     }
     for t in &targets {
         tell(
@@ -631,6 +638,7 @@ async fn a_full_link_refuses_a_send_from_outside() {
     all_see(&[&a, &b], 2).await;
     b.claim("/user/count").await.expect("claim");
     b.spawn("count", "counter", b"").expect("count");
+    routed(&[&a], "/user/count", "b").await;
     // Outside sends are faster than one frame's way to NATS: a one-frame link fills.
     let add = mote_guest::encode(&Counter::Add(1)).expect("encode");
     let kind = <Counter as mote_guest::Message>::KIND;
@@ -681,6 +689,7 @@ async fn an_actor_moves_to_another_node_under_streams_keeping_order_count_and_st
     let checker = b
         .spawn_with("check", "sequence", init.as_bytes(), whole_streams)
         .expect("checker");
+    routed(&[&a, &c], "/user/check", "b").await;
     for (stream, (node, system)) in [("a", &a), ("b", &b), ("c", &c)].into_iter().enumerate() {
         let name = format!("send-{node}");
         system.claim(&format!("/user/{name}")).await.expect("claim");
@@ -727,6 +736,7 @@ async fn a_move_that_cannot_happen_is_refused_and_the_actor_serves_on() {
     all_see(&[&a, &b], 2).await;
     a.claim("/user/count").await.expect("claim");
     a.spawn("count", "counter", b"").expect("counter");
+    routed(&[&b], "/user/count", "a").await;
     tell(&a, "/user/count", &Counter::Add(2));
 
     let refused = a.move_actor("/user/count", "b").await;

@@ -12,7 +12,7 @@ use mote_example_protocol::{
 use mote_host::{ActorSystem, ClusterConfig, EntityOptions, HostConfig, StoreConfig};
 use mote_tests::nats::NatsServer;
 use mote_tests::{
-    TempDir, ask_as, report_labelled, system_configured, tell, wait_until, wait_until_async,
+    TempDir, ask_as, report_labelled, routed, system_configured, tell, wait_until, wait_until_async,
 };
 
 /// A host whose persistent actors keep their state in JetStream, as node `node`.
@@ -105,6 +105,8 @@ async fn a_durable_chain_across_nodes_counts_every_message_exactly_once() {
     ] {
         system.claim(path).await.expect("claim");
     }
+    routed(&[&b], "/user/sink", "a").await;
+    routed(&[&a], "/user/relay", "b").await;
     a.spawn("sink", "ledger", b"tally").unwrap();
     b.spawn("relay", "ledger", b"relay /user/sink").unwrap();
     a.spawn(

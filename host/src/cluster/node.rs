@@ -643,6 +643,16 @@ impl Cluster {
         self.routes.owner(path).map_or(Whose::Nobody, Whose::Node)
     }
 
+    /// The node a send to `path` goes to as this node knows it now, itself included; `None`
+    /// if no node's (a send to it would be a dead letter here).
+    pub(crate) fn node_of(&self, path: &str) -> Option<String> {
+        match self.whose(path) {
+            Whose::Qualified { node, .. } => Some(node.to_owned()),
+            Whose::Entity(node) | Whose::Node(node) => Some(node),
+            Whose::Nobody => None,
+        }
+    }
+
     /// The node that owns `path` if it is not this one.
     pub(super) fn owner(&self, path: &str) -> Option<String> {
         match self.whose(path) {

@@ -349,6 +349,14 @@ impl ActorSystem {
         self.cluster.get().map(|c| c.nodes()).unwrap_or_default()
     }
 
+    /// The node a send from here to `path` goes to, as this node's mirror of the cluster's
+    /// claims knows it now (this node's own name for its own paths); `None` without a cluster
+    /// or if no node holds it. Another node's fresh claim reaches the mirror through a
+    /// key-value watch, milliseconds after its `claim` returned.
+    pub fn node_of(&self, path: &str) -> Option<String> {
+        self.cluster.get().and_then(|c| c.node_of(path))
+    }
+
     /// Figures of this node's part in its cluster.
     pub fn cluster_stats(&self) -> Option<ClusterStats> {
         let mut stats = self.cluster.get()?.stats();
