@@ -184,17 +184,12 @@ pub async fn wait_until(mut condition: impl FnMut() -> bool) {
 /// claim reaches a node's mirror of the claims through a key-value watch, a little after
 /// `claim` returned, and a send before that is a dead letter on the sending node.
 pub async fn routed(nodes: &[&ActorSystem], path: &str, owner: &str) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !nodes
-        .iter()
-        .all(|n| n.node_of(path).as_deref() == Some(owner))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path} not routed to {owner} within {DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until(|| {
+        nodes
+            .iter()
+            .all(|n| n.node_of(path).as_deref() == Some(owner))
+    })
+    .await;
 }
 
 /// Polls `probe` (every 20 ms) until it gives a value, or panics after `patience`. For state

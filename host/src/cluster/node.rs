@@ -655,11 +655,7 @@ impl Cluster {
 
     /// The node that owns `path` if it is not this one.
     pub(super) fn owner(&self, path: &str) -> Option<String> {
-        match self.whose(path) {
-            Whose::Qualified { node, .. } => (node != self.me).then(|| node.to_owned()),
-            Whose::Entity(node) | Whose::Node(node) => (node != self.me).then_some(node),
-            Whose::Nobody => None,
-        }
+        self.node_of(path).filter(|node| *node != self.me)
     }
 
     /// The node where the entity at `path` lives by rendezvous hashing over the live nodes
