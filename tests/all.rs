@@ -30,6 +30,7 @@ mod patterns_service_manager;
 mod persistence;
 mod polyglot;
 mod progress;
+mod pull;
 mod python_sdk;
 mod replay;
 mod snapshots;

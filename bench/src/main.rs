@@ -96,6 +96,10 @@ struct Args {
     /// Measure every actor's CPU time, as a host serving its metrics (`mote run --http`) does.
     #[arg(long)]
     metrics: bool,
+    /// Call the actor once per message: no pulled receive (`HostConfig::pulled_receive`), to
+    /// measure what pulling gains in the same run.
+    #[arg(long)]
+    no_pull: bool,
     /// Epoch tick in microseconds (the host default is 1000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
@@ -247,6 +251,7 @@ fn system_with(
     config.workers(args.threads);
     config.perf_map(args.perf_map);
     config.meter_cpu(args.metrics);
+    config.pulled_receive(!args.no_pull);
     if let Some(bytes) = args.image_threshold {
         config.image_threshold(bytes);
     }

@@ -8,7 +8,7 @@ use crate::actor::Actor;
 use crate::bindings::mote::actor::types::{
     Address, Directive, LogLevel, Message as WitMessage, StopReason,
 };
-use crate::bindings::mote::actor::{host, stash};
+use crate::bindings::mote::actor::{host, inbox, stash};
 use crate::instance::{Instance, StashOp};
 use crate::message::Envelope;
 use crate::supervision::Failure;
@@ -56,9 +56,15 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
     deliver(state, Envelope { sender, kind, body })
 }
 
-/// [`receive`] for a message packed into one list (`packed-receive`).
+/// [`receive`] for a message packed into one list (`packed-receive`), then for each message the
+/// host hands over through `inbox.next` in the same call (a burst costs one call, not one a
+/// message; see the host's `actor::pull`).
 pub fn receive_packed<A: Actor>(state: &'static State<A>, msg: Vec<u8>) -> Result<(), String> {
-    deliver(state, unpack(msg)?)
+    deliver(state, unpack(msg)?)?;
+    while let Some(next) = inbox::next() {
+        deliver(state, unpack(next)?)?;
+    }
+    Ok(())
 }
 
 /// Unpacks a `packed-receive` message (its layout is in `wit/actor.wit`). The body keeps the

@@ -11,6 +11,7 @@ use crate::quota::Quotas;
 #[derive(Clone, Debug)]
 pub struct HostConfig {
     pub(crate) throughput: usize,
+    pub(crate) pulled_receive: bool,
     pub(crate) workers: usize,
     pub(crate) epoch_interruption: bool,
     pub(crate) epoch_tick: Duration,
@@ -46,6 +47,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             throughput: 64,
+            pulled_receive: true,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             epoch_interruption: true,
             epoch_tick: Duration::from_millis(10),
@@ -89,6 +91,14 @@ impl HostConfig {
     /// (default 64). Higher means better throughput, lower means fairer latency.
     pub fn throughput(&mut self, messages: usize) -> &mut Self {
         self.throughput = messages.max(1);
+        self
+    }
+
+    /// Whether an actor whose guest can pull (the Rust SDK's) takes the messages queued behind
+    /// the one it was called with inside the same call (default on; see `actor::pull`). Off,
+    /// every message costs a call of its own, as with the other SDKs.
+    pub fn pulled_receive(&mut self, on: bool) -> &mut Self {
+        self.pulled_receive = on;
         self
     }
 

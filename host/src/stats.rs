@@ -20,8 +20,10 @@ use crate::quota::Refusals;
 /// The account of one actor incarnation.
 #[derive(Debug, Default)]
 pub(crate) struct ActorStats {
-    /// Messages its guest was handed (`receive` calls).
+    /// Messages its guest was handed (`receive` calls, and messages pulled within them).
     pub(crate) received: Counter,
+    /// Of those, the messages its guest pulled within a call (`inbox.next`, see `actor::pull`).
+    pub(crate) pulled: Counter,
     /// Messages it sent (tell, forward, ask, reply, publish and group sends count one each).
     pub(crate) sent: Counter,
     /// Times it failed (trap, error, limit, deadline, failed commit).
@@ -62,6 +64,8 @@ impl Counter {
 pub struct StatsSnapshot {
     /// Messages handed to its guest.
     pub received: u64,
+    /// Of those, the messages its guest pulled in a burst within one call (`inbox.next`).
+    pub pulled: u64,
     /// Messages it sent.
     pub sent: u64,
     /// Times it failed.
@@ -83,6 +87,7 @@ pub struct StatsSnapshot {
 impl std::ops::AddAssign for StatsSnapshot {
     fn add_assign(&mut self, o: StatsSnapshot) {
         self.received += o.received;
+        self.pulled += o.pulled;
         self.sent += o.sent;
         self.failures += o.failures;
         self.restarts += o.restarts;
@@ -99,6 +104,7 @@ impl ActorStats {
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             received: self.received.get(),
+            pulled: self.pulled.get(),
             sent: self.sent.get(),
             failures: self.failures.get(),
             restarts: self.restarts.get(),

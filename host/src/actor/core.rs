@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::mailbox::ActorRef;
+use super::pull::Pull;
 use super::step::Step;
 use super::supervisor::Supervisor;
 use crate::address::Address;
@@ -61,6 +62,8 @@ pub(crate) struct ActorCore {
     /// The effects of the current call.
     pub(crate) step: Step,
     pub(crate) meter: Meter,
+    /// The lane lent to the current call for a pulled receive, if it was (see `actor::pull`).
+    pub(crate) pull: Option<Box<Pull>>,
 }
 
 /// Why a message from an actor was refused.
@@ -140,6 +143,7 @@ impl ActorCore {
             stopping: false,
             step: Step::default(),
             meter,
+            pull: None,
         }
     }
 

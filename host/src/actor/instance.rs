@@ -11,6 +11,8 @@ use std::sync::Arc;
 use wasmtime::component::{Func, Instance, TypedFunc};
 use wasmtime::{Store, UpdateDeadline};
 
+use crate::actor::mailbox::Lent;
+use crate::actor::pull::Pull;
 use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::ActorState;
@@ -270,6 +272,8 @@ impl ActorInstance {
         core.current_bytes = None;
         core.trace = None;
         core.kept = false;
+        // Only the call that lends a lane pulls through it.
+        core.pull = None;
         if self.epochs {
             self.store.set_epoch_deadline(self.slice_ticks);
         }
@@ -291,7 +295,11 @@ impl ActorInstance {
     /// in the span its `trace` names (the cell's, no longer the sender's); a call that returns
     /// gives the message back with what the guest made of it (a trap or an error keeps it: it
     /// is dropped).
-    pub(crate) async fn receive(&mut self, envelope: Envelope) -> Result<Received, Failure> {
+    pub(crate) async fn receive(
+        &mut self,
+        envelope: Envelope,
+        lend: Option<(Lent, u32)>,
+    ) -> Result<Received, Failure> {
         self.begin_call();
         self.store.data_mut().core.trace = envelope.trace();
         let Envelope {
@@ -302,6 +310,10 @@ impl ActorInstance {
                 let mut packing = std::mem::take(&mut self.packing);
                 pack(sender.as_ref(), &kind, &body, &mut packing);
                 self.enter(sender, body.len());
+                // Only `packed-receive` pulls: its guest's SDK handles what `next` hands over.
+                if let Some((lent, budget)) = lend {
+                    self.store.data_mut().core.pull = Some(Pull::new(lent, budget));
+                }
                 // SAFETY: `func` was type-checked as this signature when the instance was made.
                 let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
                 let call = typed.call_async(&mut self.store, (&packing[..],));
@@ -309,6 +321,10 @@ impl ActorInstance {
                 if packing.capacity() <= KEEP_PACKED {
                     self.packing = packing;
                 }
+                // A pulled message handled last is the one a rejection or set-aside gives back.
+                let pulled =
+                    (self.store.data_mut().core.pull.as_mut()).and_then(|p| p.take_current());
+                let (kind, body) = pulled.unwrap_or((kind, body));
                 (result.map(|(r,)| r), kind, body)
             }
             None => {
@@ -329,6 +345,11 @@ impl ActorInstance {
             }
         };
         self.received(result, kind, body)
+    }
+
+    /// What the last `receive` pulled, if it lent a lane (see `actor::pull`).
+    pub(crate) fn take_pull(&mut self) -> Option<Box<Pull>> {
+        self.store.data_mut().core.pull.take()
     }
 
     /// Makes `sender` and the body's size the current message's, for the imports it calls.

@@ -14,6 +14,8 @@
 //!   lane is empty.
 //! - A waiting receiver is woken by every send and by the last sender's drop; no wake is lost,
 //!   because the waker is stored and taken under the same lock that orders the queue.
+//! - A peer (the end a pulled receive takes through) takes only the oldest message, in the same
+//!   order, and its drop leaves the lane open.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -171,6 +173,39 @@ impl<T> LaneReceiver<T> {
     }
 }
 
+impl<T> LaneReceiver<T> {
+    /// A second taking end for a pulled receive (see `actor::pull`), used only while this
+    /// receiver's owner waits in the guest call that pulls: the two never take at once.
+    pub(crate) fn peer(&self) -> LanePeer<T> {
+        LanePeer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// A lane's taking end lent to a pulled receive: it takes the oldest message only if it
+/// passes a test, and it closes nothing when dropped.
+pub(crate) struct LanePeer<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> LanePeer<T> {
+    /// Takes the oldest message if there is one and `pass` accepts it; else leaves the lane as
+    /// it was.
+    pub(crate) fn take_if(&self, pass: impl FnOnce(&T) -> bool) -> Option<T> {
+        let mut state = self.shared.lock();
+        match state.queue.front() {
+            Some(value) if pass(value) => state.queue.pop_front(),
+            _ => None,
+        }
+    }
+
+    /// Whether nothing is queued now.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.shared.lock().queue.is_empty()
+    }
+}
+
 impl<T> Drop for LaneReceiver<T> {
     fn drop(&mut self) {
         // Later sends fail; what was queued goes with the lane (after the lock is released,
@@ -237,6 +272,29 @@ mod tests {
         assert_eq!(rx.capacity(), 0, "an empty lane holds no buffer");
         tx.send(7).unwrap();
         assert_eq!(rx.try_recv(), Ok(7), "a shrunk lane takes messages again");
+    }
+
+    #[test]
+    fn a_peer_takes_only_what_passes_in_order_and_closes_nothing() {
+        let (tx, mut rx) = lane();
+        let peer = rx.peer();
+        assert!(peer.is_empty());
+        for i in 0..4 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(peer.take_if(|i| *i == 0), Some(0));
+        assert_eq!(
+            peer.take_if(|i| *i == 2),
+            None,
+            "only the oldest is looked at"
+        );
+        assert_eq!(peer.take_if(|_| true), Some(1));
+        drop(peer);
+        assert_eq!(tx.send(4), Ok(()), "a dropped peer closes nothing");
+        assert_eq!(
+            std::iter::from_fn(|| rx.try_recv().ok()).collect::<Vec<_>>(),
+            [2, 3, 4]
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
 
-use super::lane::{LaneReceiver, LaneSender, TryRecvError, lane};
+use super::lane::{LanePeer, LaneReceiver, LaneSender, TryRecvError, lane};
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::message::{Envelope, StopReason};
@@ -424,6 +424,64 @@ impl Mailbox {
     pub(crate) fn close_user(&mut self) {
         self.user.close();
         self.urgent.close();
+    }
+
+    /// Whether a user message is queued now.
+    pub(crate) fn has_user(&self) -> bool {
+        self.depth.messages() > 0
+    }
+
+    /// The ordinary lane lent to a guest call that pulls its next messages (`actor::pull`).
+    pub(crate) fn lend(&self) -> Lent {
+        Lent {
+            user: self.user.peer(),
+            system: self.system.peer(),
+            depth: self.depth.clone(),
+            taken: 0,
+        }
+    }
+
+    /// The lent lane is back: what it took counts as taken here.
+    pub(crate) fn give_back(&mut self, lent: Lent) {
+        if lent.taken > 0 {
+            // Only ordinary messages are pulled: the run of urgent ones is broken.
+            self.urgent_run = 0;
+        }
+    }
+}
+
+/// A mailbox's ordinary lane lent to a pulled receive. It takes an ordinary message only while
+/// nothing the cell serves first waits: no system message and no urgent one (so the lanes'
+/// order holds as if the cell took it).
+pub(crate) struct Lent {
+    user: LanePeer<UserMsg>,
+    system: LanePeer<SystemMsg>,
+    depth: Arc<Depth>,
+    /// Messages taken through it.
+    taken: u32,
+}
+
+impl Lent {
+    /// The next ordinary message, if nothing is served before it and `pass` accepts it.
+    pub(crate) fn next_if(&mut self, pass: impl FnOnce(&Envelope) -> bool) -> Option<Envelope> {
+        if self.depth.urgent.load(Ordering::Relaxed) > 0 || !self.system.is_empty() {
+            return None;
+        }
+        let taken = self.user.take_if(|msg| match msg {
+            UserMsg::Message(envelope) => pass(envelope),
+            UserMsg::PoisonPill => false,
+        });
+        let Some(UserMsg::Message(envelope)) = taken else {
+            return None;
+        };
+        self.depth.sub(envelope.body.len());
+        self.taken += 1;
+        Some(envelope)
+    }
+
+    /// Messages taken through it.
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken
     }
 }
 

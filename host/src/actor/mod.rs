@@ -10,5 +10,6 @@ pub(crate) mod instance;
 pub(crate) mod lane;
 pub(crate) mod launch;
 pub(crate) mod mailbox;
+pub(crate) mod pull;
 pub(crate) mod step;
 pub(crate) mod supervisor;

@@ -12,6 +12,15 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+/// The `inbox` import (pulled receive), from a world of its own: it is the host's, not a
+/// capability's, and only guests whose SDK pulls import it.
+pub(crate) mod pulled {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "inbox-world",
+    });
+}
+
 pub use mote::actor::types::{
     Address as WitAddress, Directive as WitDirective, FailureKind as WitFailureKind, LogLevel,
     Message as WitMessage, Quota as WitQuota, Scope as WitScope, SendError as WitSendError,

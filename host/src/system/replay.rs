@@ -347,7 +347,7 @@ impl Replay {
         let mut next = Some(Envelope::new(Some(self.asker.clone()), kind, body));
         let mut first = None;
         while let Some(envelope) = next.take() {
-            let rejected = match self.instance.receive(envelope).await {
+            let rejected = match self.instance.receive(envelope, None).await {
                 Ok(Received::Handled) => None,
                 Ok(Received::Kept(kept)) => {
                     // Set aside (stashed): the capability that keeps it takes it.

@@ -565,10 +565,16 @@ impl Cell {
                         Err(TryRecvError::Disconnected) => return Exit::Stop(StopReason::Normal),
                     },
                 };
-                if let Some(exit) = self.handle_user(msg).await {
+                // What the call may pull after this message, within the batch's share.
+                let budget = match self.kernel.config.pulled_receive {
+                    true => u32::try_from(throughput - handled - 1).unwrap_or(u32::MAX),
+                    false => 0,
+                };
+                let (exit, pulled) = self.handle_user(msg, budget).await;
+                if let Some(exit) = exit {
                     return exit;
                 }
-                handled += 1;
+                handled += 1 + pulled as usize;
             }
             if handled == throughput {
                 // Fairness: let other actors run before draining the next batch.
@@ -614,7 +620,9 @@ impl Cell {
                 Ok(sys) => Box::pin(self.handle_system(sys)).await,
                 Err(Some(msg)) => {
                     self.mailbox.took(&msg);
-                    self.handle_user(msg).await
+                    // Taken outside the batch: it pulls nothing, so the batch that follows
+                    // keeps its whole share.
+                    self.handle_user(msg, 0).await.0
                 }
                 Err(None) => Some(Exit::Stop(StopReason::Normal)),
             };
@@ -725,7 +733,21 @@ impl Cell {
         }
     }
 
-    async fn handle_user(&mut self, msg: UserMsg) -> Option<Exit> {
+    /// Handles one user message, and lets its call pull up to `budget` more (see
+    /// `actor::pull`): what became of the actor, and how many it pulled.
+    async fn handle_user(&mut self, msg: UserMsg, budget: u32) -> (Option<Exit>, u32) {
+        let mut pulled = 0;
+        let exit = self.handle_user_pulling(msg, budget, &mut pulled).await;
+        (exit, pulled)
+    }
+
+    /// [`Cell::handle_user`], counting the messages pulled into `pulled`.
+    async fn handle_user_pulling(
+        &mut self,
+        msg: UserMsg,
+        budget: u32,
+        pulled: &mut u32,
+    ) -> Option<Exit> {
         let mut envelope = match msg {
             UserMsg::Message(envelope) => envelope,
             UserMsg::PoisonPill => return Some(Exit::Stop(StopReason::Normal)),
@@ -764,9 +786,31 @@ impl Cell {
         }
         // Not entered: an instrumented call would be moved whole into its wrapper (a memcpy of
         // its largest state per message); the span times the handling and names its parent.
-        let span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
+        let mut span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
         state.core.stats.received.bump();
-        match instance.receive(envelope).await {
+        // The call may pull what is queued after this message, if nothing else is due first.
+        let lend = (receipt.is_none()
+            && budget > 0
+            && self.deferred.is_empty()
+            && self.mailbox.has_user())
+        .then(|| (self.mailbox.lend(), budget));
+        let received = instance.receive(envelope, lend).await;
+        if let Some(pull) = instance.take_pull() {
+            let (lent, last, sealed) = pull.end();
+            *pulled = lent.taken();
+            self.mailbox.give_back(lent);
+            if let Some(last) = last {
+                // What follows is about the message handled last.
+                span = last;
+            }
+            if let Some(sealed) = sealed
+                && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
+            {
+                trace::failed(&span, &failure);
+                return Some(Exit::Failed(failure));
+            }
+        }
+        match received {
             Ok(Received::Handled) => {}
             Ok(Received::Rejected(rejected, reason)) => self.reject(rejected, &reason),
             Ok(Received::Kept(mut kept)) => {
@@ -784,7 +828,7 @@ impl Cell {
         }
         // Sealed here, so that the common step with nothing to wait for costs no future.
         let instance = self.instance.as_mut()?;
-        if let Some(sealed) = seal_step(&self.kernel, &self.caps, instance, receipt)
+        if let Some(sealed) = seal_step(&self.caps, instance, receipt)
             && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
         {
             trace::failed(&span, &failure);
@@ -883,14 +927,14 @@ async fn commit_step(
     instance: &mut ActorInstance,
     handled: Option<Receipt>,
 ) -> Result<(), Failure> {
-    match seal_step(kernel, caps, instance, handled) {
+    match seal_step(caps, instance, handled) {
         None => Ok(()),
         Some(sealed) => finish_step(kernel, instance, sealed).await,
     }
 }
 
 /// A step with something left to do once sealed: a write to await, effects to release.
-struct Sealed {
+pub(crate) struct Sealed {
     commit: Option<step::Commit>,
     effects: Vec<step::Effect>,
 }
@@ -899,23 +943,33 @@ struct Sealed {
 /// wrote nothing and its effects already took place, the common case of an actor that is not
 /// persistent.
 fn seal_step(
-    kernel: &Arc<Kernel>,
     caps: &Caps,
     instance: &mut ActorInstance,
     handled: Option<Receipt>,
 ) -> Option<Sealed> {
     let state = instance.state();
-    let mut consumed = state.core.step.take_consumed();
+    seal(caps, &mut state.core, &mut state.caps, handled)
+}
+
+/// [`seal_step`] on the store data's parts: the actor's core and its capabilities' states
+/// (a pulled receive seals from inside the call, where it has nothing else).
+pub(crate) fn seal(
+    caps: &Caps,
+    core: &mut ActorCore,
+    states: &mut States,
+    handled: Option<Receipt>,
+) -> Option<Sealed> {
+    let mut consumed = core.step.take_consumed();
     consumed.extend(handled);
-    let commit = caps.seal(&mut state.caps, &mut state.core.step, &mut consumed);
-    kernel.settle(consumed);
-    if commit.is_none() && !state.core.step.holds() {
+    let commit = caps.seal(states, &mut core.step, &mut consumed);
+    core.kernel.settle(consumed);
+    if commit.is_none() && !core.step.holds() {
         // Nothing to write, and its effects took place during the call.
         return None;
     }
     Some(Sealed {
         commit,
-        effects: state.core.step.take(),
+        effects: core.step.take(),
     })
 }
 

@@ -1,0 +1,128 @@
+//! The pulled receive (`host/src/actor/pull.rs`): a Rust SDK actor takes the messages queued
+//! behind the one it was called with inside the same call, through `inbox.next`. Each pulled
+//! message must be handled exactly as if the host had called the actor for it: in order, with
+//! its own CPU budget, its own failure, and its own rejection.
+
+use std::time::Duration;
+
+use mote_example_protocol::{Clock, ClockReading, Crash, Lane};
+use mote_host::{DeadLetterReason, FailureKind, HostConfig};
+use mote_tests::{
+    DEADLINE, ask_as, next_as, next_decision, next_report, stats_of, system_configured,
+    system_with, tell, tell_from, wait_until,
+};
+
+const WORKER: &str = "/user/boss/worker";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_burst_is_pulled_within_calls_and_handled_in_order() {
+    let system = system_with(&["lanes"]);
+    let mut probe = system.probe("p").unwrap();
+    system.spawn("boss", "lanes", b"boss /system/p").unwrap();
+    wait_until(|| system.lookup(WORKER).is_some()).await;
+    let worker = system.lookup(WORKER).unwrap();
+    // The boss deactivates its worker, so the whole burst is queued before it runs.
+    tell(&system, "/user/boss", &Lane::Pause);
+    assert_eq!(next_report(&mut probe).await.label, "paused");
+    for n in 0..200u32 {
+        tell(&system, WORKER, &Lane::Work(n));
+    }
+    tell(&system, "/user/boss", &Lane::Resume);
+    assert_eq!(next_report(&mut probe).await.label, "resumed");
+    for n in 0..200u32 {
+        let report = next_report(&mut probe).await;
+        assert_eq!(
+            (report.label.as_str(), report.value),
+            ("work", u64::from(n))
+        );
+    }
+    let stats = stats_of(&system, &worker);
+    assert_eq!(stats.received, 200, "{stats:?}");
+    // One call per batch of the worker's share (64 messages): the rest were pulled.
+    assert!(stats.pulled >= 150, "{stats:?}");
+    system.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_pulled_message_gets_a_cpu_budget_of_its_own() {
+    let deadline = Duration::from_secs(1);
+    let mut config = HostConfig::new();
+    config.cpu_deadline(deadline);
+    let system = system_configured(config, &["clock"]);
+    let clock = system.spawn("clock", "clock", b"").unwrap();
+    // Rounds of busy work that take about 0.4 of the deadline, measured here.
+    let rounds = 2_000_000;
+    let before: ClockReading = ask_as(&system, "/user/clock", &Clock::Read).await;
+    let trial: ClockReading = ask_as(&system, "/user/clock", &Clock::Burn(rounds)).await;
+    let per_round = (trial.cpu_ns - before.cpu_ns).max(1) as f64 / rounds as f64;
+    let rounds = (deadline.as_nanos() as f64 * 0.4 / per_round) as u64;
+    let mut probe = system.probe("reader").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    let pulled = stats_of(&system, &clock).pulled;
+    // Four of them queued together: 1.6 deadlines in all, so one shared budget would trap.
+    for _ in 0..4 {
+        tell_from(&probe, "/user/clock", &Clock::Burn(rounds));
+    }
+    for _ in 0..4 {
+        let reading: ClockReading = next_as(&mut probe).await;
+        assert!(!reading.restarted, "{reading:?}");
+    }
+    assert!(decisions.try_recv().is_err(), "no failure was reported");
+    assert!(
+        stats_of(&system, &clock).pulled >= pulled + 2,
+        "the burst was pulled"
+    );
+    system.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_on_a_pulled_message_fails_that_message_and_the_rest_are_served() {
+    let system = system_with(&["crasher"]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("c", "crasher", b"").unwrap();
+    let mut probe = system.probe("p").unwrap();
+    let mut burst = vec![Crash::Bump; 5];
+    burst.push(Crash::Panic);
+    burst.extend(std::iter::repeat_n(Crash::Bump, 5));
+    for msg in &burst {
+        tell_from(&probe, "/user/c", msg);
+    }
+    // The count lives in the instance: the restarted one counts again from 1.
+    for expected in [1, 2, 3, 4, 5, 1, 2, 3, 4, 5] {
+        assert_eq!(next_as::<Crash>(&mut probe).await, Crash::Echo(expected));
+    }
+    let decision = next_decision(&mut decisions).await;
+    assert_eq!(decision.kind, FailureKind::Trap, "{}", decision.error);
+    assert!(decisions.try_recv().is_err(), "one failure");
+    system.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_pulled_message_is_the_dead_letter_not_its_neighbour() {
+    let system = system_with(&["stage"]);
+    let mut letters = system.subscribe_dead_letters();
+    system.spawn("s", "stage", br#"{"add": 1}"#).unwrap();
+    let mut sink = system.probe("sink").unwrap();
+    for n in 0..50u32 {
+        let good = format!(r#"{{"value": {n}}}"#).into_bytes();
+        let bad = format!("not json {n}").into_bytes();
+        sink.tell("/user/s", &format!("good{n}"), good).unwrap();
+        sink.tell("/user/s", &format!("bad{n}"), bad).unwrap();
+    }
+    for n in 0..50u32 {
+        let letter = tokio::time::timeout(DEADLINE, letters.recv())
+            .await
+            .expect("a dead letter per malformed body")
+            .unwrap();
+        assert_eq!(letter.reason, DeadLetterReason::Rejected);
+        assert_eq!(letter.envelope.kind, format!("bad{n}"));
+        assert_eq!(letter.envelope.body, format!("not json {n}").into_bytes());
+    }
+    for n in 0..50u32 {
+        let reply = mote_tests::next(&mut sink).await;
+        assert_eq!(reply.kind, format!("good{n}"));
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body["value"], n + 1);
+    }
+    system.shutdown().await.unwrap();
+}
