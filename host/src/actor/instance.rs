@@ -11,7 +11,6 @@ use std::sync::Arc;
 use wasmtime::component::{Func, Instance, TypedFunc};
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::actor::mailbox::Lent;
 use crate::actor::pull::Pull;
 use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
@@ -298,7 +297,7 @@ impl ActorInstance {
     pub(crate) async fn receive(
         &mut self,
         envelope: Envelope,
-        lend: Option<(Lent, u32)>,
+        pull: Option<Box<Pull>>,
     ) -> Result<Received, Failure> {
         self.begin_call();
         self.store.data_mut().core.trace = envelope.trace();
@@ -311,9 +310,7 @@ impl ActorInstance {
                 pack(sender.as_ref(), &kind, &body, &mut packing);
                 self.enter(sender, body.len());
                 // Only `packed-receive` pulls: its guest's SDK handles what `next` hands over.
-                if let Some((lent, budget)) = lend {
-                    self.store.data_mut().core.pull = Some(Pull::new(lent, budget));
-                }
+                self.store.data_mut().core.pull = pull;
                 // SAFETY: `func` was type-checked as this signature when the instance was made.
                 let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
                 let call = typed.call_async(&mut self.store, (&packing[..],));
@@ -341,10 +338,17 @@ impl ActorInstance {
                     self.usage.as_deref(),
                 )
                 .await;
+                // `actor.receive` does not pull: the lane goes back untouched.
+                self.store.data_mut().core.pull = pull;
                 (result, msg.kind, msg.body)
             }
         };
         self.received(result, kind, body)
+    }
+
+    /// Whether its guest can pull (it exports `packed-receive`).
+    pub(crate) fn pulls(&self) -> bool {
+        self.packed.is_some()
     }
 
     /// What the last `receive` pulled, if it lent a lane (see `actor::pull`).

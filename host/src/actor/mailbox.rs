@@ -11,6 +11,8 @@
 //! - The user lane holds at most its capacity of messages and of bytes of bodies; a send
 //!   beyond either is refused, and the sender learns it (a dead letter from an actor, an error from the API). Host messages
 //!   (`mote.terminated`) are exempt so a full mailbox cannot swallow them.
+//! - A lane lent to a pulled receive (`lend`, see `actor::pull`) takes ordinary messages in
+//!   their order, and none while a system or urgent message waits: those are the cell's, first.
 //! - A message is never dropped silently: once the owning cell stops it closes the user lane and
 //!   hands everything still queued to dead letters; a send that finds the lane closed becomes a
 //!   dead letter too.
@@ -593,6 +595,51 @@ mod tests {
         assert_eq!(lanes, expected);
         assert_eq!(handle.depth.messages(), 0);
         assert_eq!(handle.depth.urgent.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_lent_lane_takes_ordinary_messages_only_while_nothing_goes_before_them() {
+        let (handle, mut mailbox) = mailbox(address(), None, Capacity::messages(10));
+        for kind in ["a", "b", "c"] {
+            handle.tell(Envelope::new(None, kind, vec![0; 2])).unwrap();
+        }
+        let mut lent = mailbox.lend();
+        assert_eq!(lent.next_if(|_| true).map(|e| e.kind), Some("a".into()));
+        assert!(
+            lent.next_if(|e| e.kind != "b").is_none(),
+            "b fails the test"
+        );
+        assert_eq!(handle.depth.messages(), 2, "b stays queued");
+        assert!(handle.signal(SystemMsg::Activate));
+        assert!(
+            lent.next_if(|_| true).is_none(),
+            "a system message goes first"
+        );
+        assert!(mailbox.system.try_recv().is_ok());
+        let mut urgent = Envelope::new(None, "u", Vec::new());
+        urgent.urgent = true;
+        handle.tell(urgent).unwrap();
+        assert!(
+            lent.next_if(|_| true).is_none(),
+            "an urgent message goes first"
+        );
+        let Ok(UserMsg::Message(u)) = mailbox.try_next() else {
+            panic!("the urgent message is the cell's to take");
+        };
+        assert_eq!(u.kind, "u");
+        // Its wake-up on the system lane, which the cell drains first.
+        assert!(matches!(mailbox.system.try_recv(), Ok(SystemMsg::Urgent)));
+        assert_eq!(lent.next_if(|_| true).map(|e| e.kind), Some("b".into()));
+        assert_eq!(lent.taken(), 2);
+        assert_eq!((handle.depth.messages(), handle.depth.bytes()), (1, 2));
+        handle.user.send(UserMsg::PoisonPill).unwrap();
+        assert_eq!(lent.next_if(|_| true).map(|e| e.kind), Some("c".into()));
+        assert!(
+            lent.next_if(|_| true).is_none(),
+            "a poison pill is the cell's"
+        );
+        mailbox.give_back(lent);
+        assert!(matches!(mailbox.try_next(), Ok(UserMsg::PoisonPill)));
     }
 
     #[test]

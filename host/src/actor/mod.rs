@@ -6,6 +6,7 @@ pub(crate) mod cell;
 pub(crate) mod core;
 pub(crate) mod departure;
 pub(crate) mod image;
+pub(crate) mod inbox;
 pub(crate) mod instance;
 pub(crate) mod lane;
 pub(crate) mod launch;

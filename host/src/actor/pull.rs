@@ -10,7 +10,10 @@
 //! cell: takes the lane back and closes the last message's step, as after any call
 //! ```
 //!
-//! Invariants (tested in `tests/pull.rs` with real guests, and below):
+//! This module is what a call carries in the actor's core while it may pull; `actor::inbox`
+//! is the import that hands messages over, and the cell lends and takes back.
+//!
+//! Invariants (tested in `tests/pull.rs` with real guests, and in `actor::lane`):
 //! - A pulled message is handled as if the cell had taken it at that moment: in lane order,
 //!   only while no system or urgent message waits (those go first), with its own step (the
 //!   previous one is sealed before it is handed over), its own CPU budget, stats, sender and
@@ -23,24 +26,12 @@
 //! - A burst is charged to the cell's share of its worker like the messages it takes itself.
 //! - Outside a call that lent the lane, `next` is `none`.
 
-use wasmtime::component::{HasSelf, Linker};
-
-use super::cell::{Sealed, seal};
-use super::core::ActorCore;
 use super::mailbox::Lent;
-use crate::caps::{ActorState, Caps, States};
+use super::step::Sealed;
 use crate::message::Envelope;
-use crate::sandbox::bindings::pulled::mote::actor::inbox;
-use crate::sandbox::packed::pack;
-use crate::trace;
 
-/// The prefix of the import a guest pulls through.
+/// The prefix of the import a guest pulls through (`actor::inbox`).
 pub(crate) const IMPORT: &str = "mote:actor/inbox@";
-
-/// Adds `inbox` to the host's linker.
-pub(crate) fn link(linker: &mut Linker<ActorState>) -> wasmtime::Result<()> {
-    inbox::add_to_linker::<_, HasSelf<ActorState>>(linker, |state| state)
-}
 
 /// A call's lent lane and what it has pulled through it, kept in the actor's core during the
 /// call.
@@ -51,22 +42,49 @@ pub(crate) struct Pull {
     /// The kind and body of the message being handled, if it was pulled: what a rejection or
     /// a set-aside gives back.
     current: Option<(String, Vec<u8>)>,
-    /// That message's span.
+    /// The span of the message being handled, the first one's (the cell's) until a pull.
     span: tracing::Span,
     /// A step sealed at a pull that has a write to wait for: the cell finishes it.
     sealed: Option<Sealed>,
 }
 
 impl Pull {
-    /// A pull through `lent` of at most `budget` messages.
-    pub(crate) fn new(lent: Lent, budget: u32) -> Box<Pull> {
+    /// A pull through `lent` of at most `budget` messages, after the message handled in
+    /// `span`.
+    pub(crate) fn new(lent: Lent, budget: u32, span: tracing::Span) -> Box<Pull> {
         Box::new(Pull {
             lent,
             budget,
             current: None,
-            span: tracing::Span::none(),
+            span,
             sealed: None,
         })
+    }
+
+    /// Whether it may hand over another message.
+    pub(crate) fn open(&self) -> bool {
+        self.budget > 0
+    }
+
+    /// Ends the pull with a sealed step the cell must finish: nothing more is handed over.
+    pub(crate) fn close_with(&mut self, sealed: Sealed) {
+        self.sealed = Some(sealed);
+        self.budget = 0;
+    }
+
+    /// Takes the next message the host may hand over without its own path, if one is queued.
+    pub(crate) fn take(&mut self) -> Option<Envelope> {
+        let envelope = self
+            .lent
+            .next_if(|e| e.receipt.is_none() && !e.kind.starts_with("mote."))?;
+        self.budget -= 1;
+        Some(envelope)
+    }
+
+    /// The message handed over now, in `span`: the previous message's span ends.
+    pub(crate) fn handling(&mut self, span: tracing::Span, kind: String, body: Vec<u8>) {
+        self.span = span;
+        self.current = Some((kind, body));
     }
 
     /// The kind and body of the message handled last, if it was pulled.
@@ -74,58 +92,9 @@ impl Pull {
         self.current.take()
     }
 
-    /// What the call leaves the cell: the lane, the messages pulled, the span of the last one
-    /// (if it was pulled) and a sealed step to finish.
-    pub(crate) fn end(self) -> (Lent, Option<tracing::Span>, Option<Sealed>) {
-        let span = (self.lent.taken() > 0).then_some(self.span);
-        (self.lent, span, self.sealed)
-    }
-
-    /// Closes the message being handled and takes the next one, packed (see the invariants).
-    fn next(&mut self, core: &mut ActorCore, states: &mut States, caps: &Caps) -> Option<Vec<u8>> {
-        if self.budget == 0
-            || core.rejected.is_some()
-            || core.kept
-            || core.stop_requested
-            || core.step.holds()
-            || caps.holds(states)
-        {
-            return None;
-        }
-        if let Some(sealed) = seal(caps, core, states, None) {
-            // Not expected (only a journal writes, and a journaled step holds): the cell waits
-            // for the write after the call.
-            self.sealed = Some(sealed);
-            self.budget = 0;
-            return None;
-        }
-        let mut envelope = self
-            .lent
-            .next_if(|e| e.receipt.is_none() && !e.kind.starts_with("mote."))?;
-        self.budget -= 1;
-        core.stats.received.bump();
-        core.stats.pulled.bump();
-        core.meter.begin_call();
-        self.span = trace::handling(&core.me, &core.module, &mut envelope);
-        core.trace = envelope.trace();
-        let Envelope {
-            sender, kind, body, ..
-        } = envelope;
-        let mut packed = Vec::new();
-        pack(sender.as_ref(), &kind, &body, &mut packed);
-        core.current_sender = sender;
-        core.current_bytes = Some(body.len());
-        self.current = Some((kind, body));
-        Some(packed)
-    }
-}
-
-impl inbox::Host for ActorState {
-    fn next(&mut self) -> Option<Vec<u8>> {
-        let ActorState { core, caps, set } = self;
-        let mut pull = core.pull.take()?;
-        let next = pull.next(core, caps, set);
-        core.pull = Some(pull);
-        next
+    /// What the call leaves the cell: the lane (which counts the messages pulled), the span of
+    /// the message handled last and a sealed step to finish.
+    pub(crate) fn end(self) -> (Lent, tracing::Span, Option<Sealed>) {
+        (self.lent, self.span, self.sealed)
     }
 }

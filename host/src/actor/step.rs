@@ -67,6 +67,12 @@ pub(crate) enum Effect {
 /// The write that must be durable before a step's effects are released.
 pub(crate) type Commit = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
 
+/// A step with something left to do once sealed: a write to await, effects to release.
+pub(crate) struct Sealed {
+    pub(crate) commit: Option<Commit>,
+    pub(crate) effects: Vec<Effect>,
+}
+
 /// The effects of the current call of one actor.
 #[derive(Default)]
 pub(crate) struct Step {

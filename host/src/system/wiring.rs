@@ -64,7 +64,7 @@ impl Wiring {
         let backend = |engine: Engine| -> Result<Backend, HostError> {
             let mut linker = Linker::new(&engine);
             Caps::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
-            crate::actor::pull::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
+            crate::actor::inbox::link(&mut linker).map_err(|e| HostError::Engine(e.into()))?;
             Ok(Backend::new(engine, linker, cache.clone()))
         };
         let reports = Arc::new(Reports::default());

@@ -41,7 +41,8 @@ use super::image::ActorImage;
 use super::instance::{ActorInstance, Failure, Received, Stillborn};
 use super::lane::TryRecvError;
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
-use super::step;
+use super::pull::Pull;
+use super::step::{self, Sealed};
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::capability::Origin;
@@ -789,20 +790,26 @@ impl Cell {
         let mut span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
         state.core.stats.received.bump();
         // The call may pull what is queued after this message, if nothing else is due first.
+        // Its span goes with the lent lane: the first pull ends it, as a return would.
         let lend = (receipt.is_none()
             && budget > 0
+            && instance.pulls()
             && self.deferred.is_empty()
             && self.mailbox.has_user())
-        .then(|| (self.mailbox.lend(), budget));
+        .then(|| {
+            Pull::new(
+                self.mailbox.lend(),
+                budget,
+                std::mem::replace(&mut span, tracing::Span::none()),
+            )
+        });
         let received = instance.receive(envelope, lend).await;
         if let Some(pull) = instance.take_pull() {
             let (lent, last, sealed) = pull.end();
             *pulled = lent.taken();
             self.mailbox.give_back(lent);
-            if let Some(last) = last {
-                // What follows is about the message handled last.
-                span = last;
-            }
+            // What follows is about the message handled last.
+            span = last;
             if let Some(sealed) = sealed
                 && let Err(failure) = finish_step(&self.kernel, instance, sealed).await
             {
@@ -931,12 +938,6 @@ async fn commit_step(
         None => Ok(()),
         Some(sealed) => finish_step(kernel, instance, sealed).await,
     }
-}
-
-/// A step with something left to do once sealed: a write to await, effects to release.
-pub(crate) struct Sealed {
-    commit: Option<step::Commit>,
-    effects: Vec<step::Effect>,
 }
 
 /// Seals the step of `instance`'s last call (without waiting for anything): `None` if the call

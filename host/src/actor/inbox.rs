@@ -1,0 +1,68 @@
+//! `mote:actor/inbox`: the import a guest pulls its next message through, inside a call of
+//! `packed-receive` that lent it the lane (see `actor::pull`, whose invariants it keeps). It is
+//! the host's own receive path, not a capability: every module may import it.
+
+use wasmtime::component::{HasSelf, Linker};
+
+use super::cell::seal;
+use super::core::ActorCore;
+use super::pull::Pull;
+use crate::caps::{ActorState, Caps, States};
+use crate::message::Envelope;
+use crate::sandbox::bindings::pulled::mote::actor::inbox;
+use crate::sandbox::packed::pack;
+use crate::trace;
+
+/// Adds `inbox` to the host's linker.
+pub(crate) fn link(linker: &mut Linker<ActorState>) -> wasmtime::Result<()> {
+    inbox::add_to_linker::<_, HasSelf<ActorState>>(linker, |state| state)
+}
+
+impl inbox::Host for ActorState {
+    fn next(&mut self) -> Option<Vec<u8>> {
+        let ActorState { core, caps, set } = self;
+        let mut pull = core.pull.take()?;
+        let next = hand_over(&mut pull, core, caps, set);
+        core.pull = Some(pull);
+        next
+    }
+}
+
+/// Closes the message being handled and hands over the next one, packed, if the host may.
+fn hand_over(
+    pull: &mut Pull,
+    core: &mut ActorCore,
+    states: &mut States,
+    caps: &Caps,
+) -> Option<Vec<u8>> {
+    if !pull.open()
+        || core.rejected.is_some()
+        || core.kept
+        || core.stop_requested
+        || core.step.holds()
+        || caps.holds(states)
+    {
+        return None;
+    }
+    if let Some(sealed) = seal(caps, core, states, None) {
+        // Not expected (only a journal writes, and a journaled step holds): the cell waits
+        // for the write after the call.
+        pull.close_with(sealed);
+        return None;
+    }
+    let mut envelope = pull.take()?;
+    core.stats.received.bump();
+    core.stats.pulled.bump();
+    core.meter.begin_call();
+    let span = trace::handling(&core.me, &core.module, &mut envelope);
+    core.trace = envelope.trace();
+    let Envelope {
+        sender, kind, body, ..
+    } = envelope;
+    let mut packed = Vec::new();
+    pack(sender.as_ref(), &kind, &body, &mut packed);
+    core.current_sender = sender;
+    core.current_bytes = Some(body.len());
+    pull.handling(span, kind, body);
+    Some(packed)
+}
