@@ -60,24 +60,35 @@ pub fn receive<A: Actor>(state: &'static State<A>, msg: WitMessage) -> Result<()
 /// host hands over through `inbox.next` in the same call (a burst costs one call, not one a
 /// message; see the host's `actor::pull`).
 pub fn receive_packed<A: Actor>(state: &'static State<A>, msg: Vec<u8>) -> Result<(), String> {
+    let pull = msg.first().is_some_and(|flags| flags & PULL != 0);
     deliver(state, unpack(msg)?)?;
-    while let Some(next) = inbox::next() {
-        deliver(state, unpack(next)?)?;
+    if pull {
+        while let Some(next) = inbox::next() {
+            deliver(state, unpack(next)?)?;
+        }
     }
     Ok(())
 }
 
+/// The flag bit of a packed message with a sender.
+const SENDER: u8 = 1;
+/// The flag bit that says the host lent the call the rest of the mailbox: pull before returning.
+const PULL: u8 = 2;
+
 /// Unpacks a `packed-receive` message (its layout is in `wit/actor.wit`). The body keeps the
 /// list's allocation: the header in front of it is moved out, not the body copied.
 fn unpack(mut msg: Vec<u8>) -> Result<Envelope, String> {
-    let (sender, at) = match *msg.first().ok_or_else(malformed)? {
+    let flags = *msg.first().ok_or_else(malformed)?;
+    if flags & !(SENDER | PULL) != 0 {
+        return Err(malformed());
+    }
+    let (sender, at) = match flags & SENDER {
         0 => (None, 1),
-        1 => {
+        _ => {
             let incarnation = u64::from_le_bytes(field::<8>(&msg, 1)?);
             let (path, end) = text(&msg, 9)?;
             (Some(Address { path, incarnation }), end)
         }
-        _ => return Err(malformed()),
     };
     let (kind, end) = text(&msg, at)?;
     msg.drain(..end);
@@ -235,8 +246,15 @@ mod tests {
             assert!(unpack(full[..cut].to_vec()).is_err(), "cut at {cut}");
         }
         let mut flag = full.clone();
-        flag[0] = 2;
-        assert!(unpack(flag).is_err());
+        flag[0] = 4;
+        assert!(unpack(flag).is_err(), "a flag no host sets");
+        let mut pull = full.clone();
+        pull[0] = 3;
+        assert_eq!(
+            unpack(pull).unwrap().kind,
+            "K",
+            "the pull flag beside the sender's"
+        );
         if cfg!(debug_assertions) {
             let mut utf8 = full.clone();
             utf8[13] = 0xff;

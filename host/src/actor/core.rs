@@ -44,8 +44,9 @@ pub(crate) struct ActorCore {
     pub(crate) rejected: Option<String>,
     /// The sender of the message the current call handles (`None` outside `receive`).
     pub(crate) current_sender: Option<Address>,
-    /// The body size of the message the current call handles (`None` outside `receive`).
-    pub(crate) current_bytes: Option<usize>,
+    /// The body size of the message the current call handles (`None` outside `receive`);
+    /// bodies are far below 4 GiB (see [`body_size`]).
+    pub(crate) current_bytes: Option<u32>,
     /// The span of the message the current call handles, when traces are carried on: the
     /// parent of every message the call sends.
     pub(crate) trace: Option<TraceParent>,
@@ -98,6 +99,13 @@ pub(crate) struct Program {
     pub(crate) module: Arc<str>,
     pub(crate) version: Arc<str>,
     pub(crate) init: Arc<[u8]>,
+}
+
+/// A body's size as the core keeps it: bodies are bounded by the host's message size limit,
+/// far below 4 GiB, so this never saturates in practice (and a saturated size only counts
+/// more against a quota, never less).
+pub(crate) fn body_size(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 impl ActorCore {

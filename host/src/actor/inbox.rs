@@ -5,7 +5,7 @@
 use wasmtime::component::{HasSelf, Linker};
 
 use super::cell::seal;
-use super::core::ActorCore;
+use super::core::{ActorCore, body_size};
 use super::pull::Pull;
 use crate::caps::{ActorState, Caps, States};
 use crate::message::Envelope;
@@ -60,9 +60,9 @@ fn hand_over(
         sender, kind, body, ..
     } = envelope;
     let mut packed = Vec::new();
-    pack(sender.as_ref(), &kind, &body, &mut packed);
+    pack(sender.as_ref(), &kind, &body, true, &mut packed);
     core.current_sender = sender;
-    core.current_bytes = Some(body.len());
+    core.current_bytes = Some(body_size(body.len()));
     pull.handling(span, kind, body);
     Some(packed)
 }

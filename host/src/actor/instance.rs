@@ -11,6 +11,7 @@ use std::sync::Arc;
 use wasmtime::component::{Func, Instance, TypedFunc};
 use wasmtime::{Store, UpdateDeadline};
 
+use crate::actor::core::body_size;
 use crate::actor::pull::Pull;
 use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
@@ -120,6 +121,8 @@ pub(crate) struct ActorInstance {
     upgrade: Option<(SaveStateFunc, MigrateFunc)>,
     /// `packed-receive.receive`, type-checked as [`PackedReceiveFunc`], if exported.
     packed: Option<Func>,
+    /// Whether its guest pulls bursts (see `actor::pull`).
+    pulls: bool,
     /// The buffer messages are packed into for it.
     packing: Vec<u8>,
     /// Where its calls' time is charged, if it is measured: its module can read it, or the host
@@ -204,6 +207,7 @@ impl ActorInstance {
             supervise,
             upgrade,
             packed,
+            pulls: module.pulls && packed.is_some(),
             packing: Vec::new(),
             usage,
             slice_ticks,
@@ -307,7 +311,7 @@ impl ActorInstance {
         let (result, kind, body) = match self.packed {
             Some(func) => {
                 let mut packing = std::mem::take(&mut self.packing);
-                pack(sender.as_ref(), &kind, &body, &mut packing);
+                pack(sender.as_ref(), &kind, &body, pull.is_some(), &mut packing);
                 self.enter(sender, body.len());
                 // Only `packed-receive` pulls: its guest's SDK handles what `next` hands over.
                 self.store.data_mut().core.pull = pull;
@@ -346,9 +350,9 @@ impl ActorInstance {
         self.received(result, kind, body)
     }
 
-    /// Whether its guest can pull (it exports `packed-receive`).
+    /// Whether its guest pulls bursts (it exports `packed-receive` and imports `inbox`).
     pub(crate) fn pulls(&self) -> bool {
-        self.packed.is_some()
+        self.pulls
     }
 
     /// What the last `receive` pulled, if it lent a lane (see `actor::pull`).
@@ -361,7 +365,7 @@ impl ActorInstance {
         let core = &mut self.store.data_mut().core;
         // The sender moves into the core (no reference count to touch).
         core.current_sender = sender;
-        core.current_bytes = Some(bytes);
+        core.current_bytes = Some(body_size(bytes));
     }
 
     /// What became of a message `receive` returned from, given back as `kind` and `body`.

@@ -428,9 +428,9 @@ impl Mailbox {
         self.urgent.close();
     }
 
-    /// Whether a user message is queued now.
-    pub(crate) fn has_user(&self) -> bool {
-        self.depth.messages() > 0
+    /// User messages queued now.
+    pub(crate) fn queued(&self) -> usize {
+        self.depth.messages()
     }
 
     /// The ordinary lane lent to a guest call that pulls its next messages (`actor::pull`).

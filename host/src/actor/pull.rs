@@ -33,6 +33,10 @@ use crate::message::Envelope;
 /// The prefix of the import a guest pulls through (`actor::inbox`).
 pub(crate) const IMPORT: &str = "mote:actor/inbox@";
 
+/// Messages that must be queued behind the one a call handles for the call to pull: lending
+/// costs a few atomic operations on lines the senders write, and a burst must repay them.
+pub(crate) const BURST: usize = 4;
+
 /// A call's lent lane and what it has pulled through it, kept in the actor's core during the
 /// call.
 pub(crate) struct Pull {

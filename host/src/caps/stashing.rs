@@ -238,7 +238,7 @@ impl wit::Host for Call<'_, Stashing> {
         if actor.kept {
             return Ok(());
         }
-        if !self.state.fits(actor, size) {
+        if !self.state.fits(actor, size as usize) {
             actor.refuse(Quota::Stash);
             return Err(StashError::Full);
         }

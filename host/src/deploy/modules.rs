@@ -32,6 +32,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 use super::cache::{CompiledCache, ModuleStats};
 use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
 use super::records::{self, ModuleRow};
+use crate::actor::pull;
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
 use crate::progress::{Reports, Task};
@@ -72,6 +73,9 @@ pub(crate) struct Module {
     pub(crate) upgrade: Option<UpgradeExports>,
     /// `receive` taking the message packed into one list, if the component exports it.
     pub(crate) packed_receive: Option<ComponentExportIndex>,
+    /// Whether it pulls bursts (`actor::pull`): it exports `packed-receive` and imports
+    /// `inbox`, so its guest reads the packed flag that tells it to.
+    pub(crate) pulls: bool,
     /// Whether its actors' CPU time is measured: only if it imports the `clock` interface,
     /// the one way to read it (two clock reads a guest call cost the others nothing).
     pub(crate) metered: bool,
@@ -510,6 +514,9 @@ fn prepare(
         }),
         _ => None,
     };
+    let imports = |prefix: &str| {
+        (component.component_type().imports(&backend.engine)).any(|(i, _)| i.starts_with(prefix))
+    };
     Ok(Module {
         name: Arc::from(name),
         version: Arc::from(version),
@@ -521,10 +528,8 @@ fn prepare(
         supervise: export(SUPERVISOR_EXPORT, "supervise"),
         upgrade,
         packed_receive: export(PACKED_RECEIVE_EXPORT, "receive"),
-        metered: component
-            .component_type()
-            .imports(&backend.engine)
-            .any(|(import, _)| import.starts_with(CLOCK_IMPORT)),
+        pulls: export(PACKED_RECEIVE_EXPORT, "receive").is_some() && imports(pull::IMPORT),
+        metered: imports(CLOCK_IMPORT),
         memory,
         images: None,
     })

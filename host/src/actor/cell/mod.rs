@@ -41,7 +41,7 @@ use super::image::ActorImage;
 use super::instance::{ActorInstance, Failure, Received, Stillborn};
 use super::lane::TryRecvError;
 use super::mailbox::{ActorRef, Mailbox, SystemMsg, UserMsg};
-use super::pull::Pull;
+use super::pull::{self, Pull};
 use super::step::{self, Sealed};
 use super::supervisor::{Directive, FailureKind};
 use crate::address::Address;
@@ -795,14 +795,14 @@ impl Cell {
             && budget > 0
             && instance.pulls()
             && self.deferred.is_empty()
-            && self.mailbox.has_user())
-        .then(|| {
-            Pull::new(
-                self.mailbox.lend(),
-                budget,
-                std::mem::replace(&mut span, tracing::Span::none()),
-            )
-        });
+            && self.mailbox.queued() >= pull::BURST)
+            .then(|| {
+                Pull::new(
+                    self.mailbox.lend(),
+                    budget,
+                    std::mem::replace(&mut span, tracing::Span::none()),
+                )
+            });
         let received = instance.receive(envelope, lend).await;
         if let Some(pull) = instance.take_pull() {
             let (lent, last, sealed) = pull.end();
