@@ -40,6 +40,14 @@ async fn a_queued_burst_is_pulled_within_calls_and_handled_in_order() {
     assert_eq!(stats.received, 200, "{stats:?}");
     // One call per batch of the worker's share (64 messages): the rest were pulled.
     assert!(stats.pulled >= 150, "{stats:?}");
+    // The metrics count them too, per module.
+    let metrics = system.metrics(&mote_host::MetricsQuery::default());
+    let series = "mote_module_messages_pulled_total{module=\"lanes\"} ";
+    let line = metrics.lines().find(|l| l.starts_with(series));
+    let pulled: f64 = line
+        .and_then(|l| l[series.len()..].parse().ok())
+        .expect(series);
+    assert_eq!(pulled, stats.pulled as f64, "{metrics}");
     system.shutdown().await.unwrap();
 }
 

@@ -84,6 +84,7 @@ struct ModuleFigures {
 /// The same figures, per module or per actor: one family each.
 struct Families<L> {
     received: Family<L, Counter>,
+    pulled: Family<L, Counter>,
     sent: Family<L, Counter>,
     failures: Family<L, Counter>,
     restarts: Family<L, Counter>,
@@ -99,6 +100,7 @@ impl<L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send +
     fn new() -> Self {
         Families {
             received: Family::default(),
+            pulled: Family::default(),
             sent: Family::default(),
             failures: Family::default(),
             restarts: Family::default(),
@@ -111,6 +113,7 @@ impl<L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send +
 
     fn add(&self, label: &L, stats: &StatsSnapshot, mailbox: i64) {
         self.received.get_or_create(label).inc_by(stats.received);
+        self.pulled.get_or_create(label).inc_by(stats.pulled);
         self.sent.get_or_create(label).inc_by(stats.sent);
         self.failures.get_or_create(label).inc_by(stats.failures);
         self.restarts.get_or_create(label).inc_by(stats.restarts);
@@ -130,6 +133,11 @@ impl<L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send +
             name("messages_received"),
             format!("Messages handed to the guest, per {of}"),
             self.received,
+        );
+        registry.register(
+            name("messages_pulled"),
+            format!("Of those, messages the guest pulled within a call (a burst), per {of}"),
+            self.pulled,
         );
         registry.register(
             name("messages_sent"),
