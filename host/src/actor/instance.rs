@@ -207,7 +207,8 @@ impl ActorInstance {
             supervise,
             upgrade,
             packed,
-            pulls: module.pulls && packed.is_some(),
+            // A module that pulls exports `packed-receive`, so `packed` is set.
+            pulls: module.pulls,
             packing: Vec::new(),
             usage,
             slice_ticks,

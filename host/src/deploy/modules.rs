@@ -514,6 +514,7 @@ fn prepare(
         }),
         _ => None,
     };
+    let packed_receive = export(PACKED_RECEIVE_EXPORT, "receive");
     let imports = |prefix: &str| {
         (component.component_type().imports(&backend.engine)).any(|(i, _)| i.starts_with(prefix))
     };
@@ -527,8 +528,8 @@ fn prepare(
         indices,
         supervise: export(SUPERVISOR_EXPORT, "supervise"),
         upgrade,
-        packed_receive: export(PACKED_RECEIVE_EXPORT, "receive"),
-        pulls: export(PACKED_RECEIVE_EXPORT, "receive").is_some() && imports(pull::IMPORT),
+        pulls: packed_receive.is_some() && imports(pull::IMPORT),
+        packed_receive,
         metered: imports(CLOCK_IMPORT),
         memory,
         images: None,
