@@ -34,6 +34,7 @@ mod pull;
 mod python_sdk;
 mod replay;
 mod snapshots;
+mod stacks;
 mod stash;
 mod supervision;
 mod upgrade;

@@ -100,7 +100,11 @@ struct Args {
     /// measure what pulling gains in the same run.
     #[arg(long)]
     no_pull: bool,
-    /// Epoch tick in microseconds (the host default is 1000).
+    /// Keep idle actors' fiber stacks (`HostConfig::release_idle_stacks(None)`), to measure
+    /// what giving them back saves and costs in the same run.
+    #[arg(long)]
+    keep_stacks: bool,
+    /// Epoch tick in microseconds (the host default is 10000).
     #[arg(long)]
     epoch_tick_us: Option<u64>,
     /// Where the persistence workloads put their databases (default: the system temp dir).
@@ -252,6 +256,9 @@ fn system_with(
     config.perf_map(args.perf_map);
     config.meter_cpu(args.metrics);
     config.pulled_receive(!args.no_pull);
+    if args.keep_stacks {
+        config.release_idle_stacks(None);
+    }
     if let Some(bytes) = args.image_threshold {
         config.image_threshold(bytes);
     }
@@ -464,16 +471,31 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let rss = rss_bytes().saturating_sub(rss0);
     let live = answered.max(1);
     let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
+    // Idle, each actor gives its fiber stack back within two sweeps (unless --keep-stacks).
+    let idle_rss = match args.keep_stacks {
+        true => rss,
+        false => {
+            let waiting = Instant::now();
+            while system.stack_stats().releases < answered as u64 {
+                if waiting.elapsed() > Duration::from_secs(30) {
+                    bail!("the idle actors' stacks were not given back within 30 s");
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            rss_bytes().saturating_sub(rss0)
+        }
+    };
     // One scrape of the metrics with every actor live (after RSS was read).
     let scraping = Instant::now();
     let scraped = system.metrics(&mote_host::MetricsQuery::default()).len();
     let scrape_ms = scraping.elapsed().as_secs_f64() * 1e3;
     println!(
         "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
-         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} mappings_per_actor={maps:.2} \
-         metrics_scrape_ms={scrape_ms:.1} metrics_scrape_bytes={scraped}",
+         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} idle_rss_bytes_per_actor={} \
+         mappings_per_actor={maps:.2} metrics_scrape_ms={scrape_ms:.1} metrics_scrape_bytes={scraped}",
         answered as f64 / total,
-        rss / live as u64
+        rss / live as u64,
+        idle_rss / live as u64
     );
     if failed > 0 {
         eprintln!(

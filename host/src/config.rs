@@ -19,6 +19,7 @@ pub struct HostConfig {
     pub(crate) max_message_bytes: usize,
     pub(crate) max_wasm_stack: usize,
     pub(crate) async_stack: usize,
+    pub(crate) stack_release: Option<Duration>,
     pub(crate) pooling: bool,
     pub(crate) pool_size: u32,
     pub(crate) shutdown_timeout: Duration,
@@ -55,6 +56,7 @@ impl Default for HostConfig {
             max_message_bytes: 1 << 20,
             max_wasm_stack: 512 << 10,
             async_stack: 1 << 20,
+            stack_release: Some(Duration::from_secs(1)),
             pooling: false,
             pool_size: 1000,
             shutdown_timeout: Duration::from_secs(10),
@@ -99,6 +101,15 @@ impl HostConfig {
     /// every message costs a call of its own, as with the other SDKs.
     pub fn pulled_receive(&mut self, on: bool) -> &mut Self {
         self.pulled_receive = on;
+        self
+    }
+
+    /// How long an actor waits idle before its fiber stack's pages go back to the kernel
+    /// (default 1 s; `None` keeps them). A store keeps the stack of its calls for its whole
+    /// life, about 8 KiB touched; a stack idle for one to two periods is released, and the
+    /// actor's next call faults in fresh pages (a few microseconds). See `sandbox::parking`.
+    pub fn release_idle_stacks(&mut self, after: Option<Duration>) -> &mut Self {
+        self.stack_release = after.map(|d| d.max(Duration::from_millis(1)));
         self
     }
 

@@ -134,6 +134,7 @@ pub use kernel::spawn::SpawnOptions;
 pub use message::{Envelope, StopReason};
 pub use progress::{Progress, Task};
 pub use quota::{Quota, Quotas, RESERVED_KIND_PREFIX};
+pub use sandbox::arena::StackStats;
 pub use sandbox::compile_cache::{FunctionCache, FunctionCacheStats};
 pub use sandbox::engine::MemoryStrategy;
 pub use sandbox::image::ImageError;

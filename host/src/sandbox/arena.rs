@@ -15,8 +15,18 @@
 //! - Stacks have no guard page (a guard would split the mapping). Wasm cannot overflow them:
 //!   wasmtime checks `max_wasm_stack` in every wasm prologue, and the slot leaves
 //!   `async_stack` bytes (1 MiB) beyond that for host frames, which are shallow.
+//! - A store keeps its last fiber stack for its whole life, and wasmtime has no call to give it
+//!   back. Between two calls the stack holds nothing live (a call writes its first frame afresh
+//!   at the top), so [`Stacks::sweep`] gives the pages of a *parked* stack back to the kernel.
+//!   A stack is parked only by its owner ([`StackState::park`], see `sandbox::parking`), which
+//!   unparks it before its store runs again; the sweeper releases it only after it stayed parked
+//!   through a whole sweep period, and the owner waits while a release is under way. A stack
+//!   being dropped waits likewise, so a slot is never handed out while it is being released.
 
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType, StackCreator, StackMemory};
@@ -219,49 +229,211 @@ impl Drop for Memory {
     }
 }
 
-/// Creates fiber stacks from the stack arena.
-pub(crate) struct Stacks(Arc<Arena>);
+/// Creates fiber stacks from the stack arena, and gives the pages of parked ones back.
+pub(crate) struct Stacks {
+    arena: Arc<Arena>,
+    /// Every live stack's state, by its base: the sweeper visits them in address order.
+    live: Arc<Mutex<BTreeMap<usize, Arc<StackState>>>>,
+    /// Stacks whose pages a sweep gave back, in all.
+    releases: AtomicU64,
+}
 
 impl Stacks {
     pub(crate) fn new(size: usize) -> Self {
-        Stacks(Arena::new(size, "fiber stacks"))
+        Stacks {
+            arena: Arena::new(size, "fiber stacks"),
+            live: Arc::default(),
+            releases: AtomicU64::new(0),
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Arc<StackState>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One sweep: a stack parked since the last sweep is marked seen, and a stack seen parked
+    /// at the last sweep and parked still has its pages given back (neighbours in one
+    /// `madvise`). Returns how many were given back.
+    pub(crate) fn sweep(&self) -> usize {
+        let mut releasing = Vec::new();
+        for state in self.live().values() {
+            match state.state.load(Ordering::Acquire) {
+                PARKED => {
+                    let _ = state.swap_from(PARKED, SEEN);
+                }
+                SEEN if state.swap_from(SEEN, SWEEPING) => releasing.push(state.clone()),
+                _ => {}
+            }
+        }
+        let mut i = 0;
+        while i < releasing.len() {
+            let start = releasing[i].base;
+            let mut end = start + releasing[i].len;
+            i += 1;
+            while i < releasing.len() && releasing[i].base == end {
+                end += releasing[i].len;
+                i += 1;
+            }
+            // SAFETY: each stack in the range is SWEEPING: its owner is parked and waits for
+            // the release to end before its store runs again or the stack is dropped, and a
+            // parked stack holds nothing live (see the module docs).
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+        for state in &releasing {
+            state.state.store(RELEASED, Ordering::Release);
+        }
+        self.releases
+            .fetch_add(releasing.len() as u64, Ordering::Relaxed);
+        releasing.len()
+    }
+
+    /// The live stacks and the releases so far.
+    pub(crate) fn stats(&self) -> StackStats {
+        StackStats {
+            live: self.live().len(),
+            releases: self.releases.load(Ordering::Relaxed),
+        }
     }
 }
 
-// SAFETY: stacks are zero-filled, page-aligned and owned by their fiber until dropped.
+/// Fiber stacks of a host: how many are live, and how many times a sweep gave a parked one's
+/// pages back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackStats {
+    /// Fiber stacks held by stores (one per actor that made a call, at most).
+    pub live: usize,
+    /// Parked stacks whose pages were given back, in all.
+    pub releases: u64,
+}
+
+// SAFETY: stacks are zero-filled, page-aligned and owned by their fiber until dropped; a
+// sweep zeroes only parked stacks (see the module docs).
 unsafe impl StackCreator for Stacks {
     fn new_stack(&self, size: usize, _zeroed: bool) -> wasmtime::Result<Box<dyn StackMemory>> {
-        let mut slots = self.0.slots();
-        if size > slots.slot {
-            wasmtime::bail!(
-                "a fiber stack of {size} bytes does not fit a {} byte slot",
-                slots.slot
-            );
-        }
-        let base = slots.take().map_err(wasmtime::Error::msg)?;
-        let len = slots.slot;
-        Ok(Box::new(Stack {
-            arena: self.0.clone(),
+        let (base, len) = {
+            let mut slots = self.arena.slots();
+            if size > slots.slot {
+                wasmtime::bail!(
+                    "a fiber stack of {size} bytes does not fit a {} byte slot",
+                    slots.slot
+                );
+            }
+            (slots.take().map_err(wasmtime::Error::msg)?, slots.slot)
+        };
+        let state = Arc::new(StackState {
+            state: AtomicU8::new(BUSY),
             base,
             len,
+        });
+        self.live().insert(base, state.clone());
+        MADE.with(|made| {
+            if let Some(sink) = made.get() {
+                // SAFETY: `made_during` set this pointer to a vector it borrows mutably for
+                // as long as the pointer is set, on this thread.
+                unsafe { (*sink).push(state.clone()) };
+            }
+        });
+        Ok(Box::new(Stack {
+            arena: self.arena.clone(),
+            live: self.live.clone(),
+            state,
         }))
     }
 }
 
-struct Stack {
-    arena: Arc<Arena>,
+/// A stack in use by its fiber (or cached by its store).
+const BUSY: u8 = 0;
+/// Parked by its owner since the last sweep.
+const PARKED: u8 = 1;
+/// Seen parked by a sweep: the next one releases it.
+const SEEN: u8 = 2;
+/// Its pages are being given back.
+const SWEEPING: u8 = 3;
+/// Parked, with its pages given back.
+const RELEASED: u8 = 4;
+/// Dropped: no longer the owner's.
+const DEAD: u8 = 5;
+
+/// Where one fiber stack is in its parking cycle, shared by its owner, the stack and sweeps.
+pub(crate) struct StackState {
+    state: AtomicU8,
     base: usize,
     len: usize,
+}
+
+impl StackState {
+    /// The owner's store will not run until [`StackState::unpark`]: a sweep may release it.
+    pub(crate) fn park(&self) {
+        let _ = self.swap_from(BUSY, PARKED);
+    }
+
+    /// The owner's store may run again: waits out a release under way.
+    pub(crate) fn unpark(&self) {
+        self.claim(BUSY);
+    }
+
+    /// Whether its stack was dropped.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DEAD
+    }
+
+    fn swap_from(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Moves to `to` from any state but `SWEEPING`, which it waits out (a few microseconds).
+    fn claim(&self, to: u8) {
+        loop {
+            let now = self.state.load(Ordering::Acquire);
+            if now == to || now == DEAD {
+                return;
+            }
+            if now == SWEEPING {
+                std::hint::spin_loop();
+                std::thread::yield_now();
+                continue;
+            }
+            if self.swap_from(now, to) {
+                return;
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Where stacks made on this thread now are recorded (see [`made_during`]).
+    static MADE: Cell<Option<*mut Vec<Arc<StackState>>>> = const { Cell::new(None) };
+}
+
+/// Runs `f`, recording into `sink` the state of every fiber stack made on this thread
+/// meanwhile: a store makes its stack on its first fiber, inside the poll of the call.
+pub(crate) fn made_during<R>(sink: &mut Vec<Arc<StackState>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<*mut Vec<Arc<StackState>>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MADE.with(|made| made.set(self.0));
+        }
+    }
+    let _restore = Restore(MADE.with(|made| made.replace(Some(sink as *mut _))));
+    f()
+}
+
+struct Stack {
+    arena: Arc<Arena>,
+    live: Arc<Mutex<BTreeMap<usize, Arc<StackState>>>>,
+    state: Arc<StackState>,
 }
 
 // SAFETY: `base..base + len` is mapped read-write and owned by this stack until dropped.
 unsafe impl StackMemory for Stack {
     fn top(&self) -> *mut u8 {
-        (self.base + self.len) as *mut u8
+        (self.state.base + self.state.len) as *mut u8
     }
 
     fn range(&self) -> Range<usize> {
-        self.base..self.base + self.len
+        self.state.base..self.state.base + self.state.len
     }
 
     fn guard_range(&self) -> Range<*mut u8> {
@@ -271,7 +443,14 @@ unsafe impl StackMemory for Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        self.arena.slots().give(self.base);
+        // A release under way ends before the slot can be handed out again.
+        self.state.claim(DEAD);
+        let base = self.state.base;
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&base);
+        self.arena.slots().give(base);
     }
 }
 
@@ -343,5 +522,131 @@ mod tests {
                 .new_memory(ty.clone(), PAGE, None, Some(0), 0)
                 .is_ok()
         );
+    }
+
+    /// Whether the page at `addr` is resident.
+    fn resident(addr: usize) -> bool {
+        let mut vec = 0u8;
+        // SAFETY: `addr` is page-aligned and mapped (a slot of a test's arena).
+        let r = unsafe { libc::mincore(addr as *mut libc::c_void, PAGE, &mut vec) };
+        assert_eq!(r, 0, "mincore: {}", std::io::Error::last_os_error());
+        vec & 1 == 1
+    }
+
+    /// A stack made as a store makes it, with its state recorded as a parking task does.
+    fn made(stacks: &Stacks) -> (Box<dyn StackMemory>, Arc<StackState>) {
+        let mut states = Vec::new();
+        let stack = made_during(&mut states, || stacks.new_stack(4 * PAGE, true)).unwrap();
+        assert_eq!(states.len(), 1, "the stack made meanwhile is recorded");
+        (stack, states.pop().unwrap())
+    }
+
+    /// Writes the stack's top page, as a call does.
+    fn touch(stack: &dyn StackMemory) -> usize {
+        let page = stack.top() as usize - PAGE;
+        // SAFETY: the top page of a live stack of this test's arena.
+        unsafe { *(page as *mut u8) = 7 };
+        page
+    }
+
+    #[test]
+    fn a_parked_stack_is_released_after_a_whole_sweep_period_only() {
+        let stacks = Stacks::new(4 * PAGE);
+        let (stack, state) = made(&stacks);
+        let top = touch(&*stack);
+        assert!(resident(top));
+        // Busy: never released.
+        assert_eq!(stacks.sweep(), 0);
+        assert_eq!(stacks.sweep(), 0);
+        state.park();
+        // The first sweep only sees it parked (it may have parked just now).
+        assert_eq!(stacks.sweep(), 0);
+        assert!(resident(top));
+        assert_eq!(stacks.sweep(), 1);
+        assert!(!resident(top), "its page went back to the kernel");
+        assert_eq!(
+            stacks.stats(),
+            StackStats {
+                live: 1,
+                releases: 1
+            }
+        );
+        // Released once: later sweeps leave it alone.
+        assert_eq!(stacks.sweep(), 0);
+        state.unpark();
+        // SAFETY: as in `touch`: the stack reads zeros where the call left 7.
+        assert_eq!(unsafe { *(top as *const u8) }, 0);
+        touch(&*stack);
+        // Unparked between two sweeps: the count starts again.
+        state.park();
+        assert_eq!(stacks.sweep(), 0);
+        state.unpark();
+        state.park();
+        assert_eq!(stacks.sweep(), 0);
+        assert!(resident(top));
+        drop(stack);
+        assert!(state.is_dead());
+        assert_eq!(stacks.stats().live, 0);
+        // A dead stack cannot be parked again.
+        state.park();
+        assert!(state.is_dead());
+    }
+
+    #[test]
+    fn neighbouring_parked_stacks_are_released_together_and_busy_ones_kept() {
+        let stacks = Stacks::new(4 * PAGE);
+        let made: Vec<_> = (0..4).map(|_| made(&stacks)).collect();
+        let tops: Vec<usize> = made.iter().map(|(stack, _)| touch(&**stack)).collect();
+        for (i, (_, state)) in made.iter().enumerate() {
+            if i != 2 {
+                state.park();
+            }
+        }
+        stacks.sweep();
+        assert_eq!(stacks.sweep(), 3);
+        for (i, &top) in tops.iter().enumerate() {
+            assert_eq!(resident(top), i == 2, "stack {i}");
+        }
+    }
+
+    #[test]
+    fn an_owner_and_a_drop_wait_out_a_release_under_way() {
+        let stacks = Stacks::new(4 * PAGE);
+        let (stack, state) = made(&stacks);
+        state.state.store(SWEEPING, Ordering::Release);
+        let waiter = {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                state.unpark();
+                state.state.load(Ordering::Acquire)
+            })
+        };
+        // The owner cannot take its stack back while the release is under way.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiter.is_finished());
+        state.state.store(RELEASED, Ordering::Release);
+        assert_eq!(waiter.join().unwrap(), BUSY);
+        state.state.store(SWEEPING, Ordering::Release);
+        let dropper = std::thread::spawn(move || drop(stack));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            !dropper.is_finished(),
+            "the slot is not given back mid-release"
+        );
+        assert_eq!(stacks.stats().live, 1);
+        state.state.store(RELEASED, Ordering::Release);
+        dropper.join().unwrap();
+        assert!(state.is_dead());
+        assert_eq!(stacks.stats().live, 0);
+    }
+
+    #[test]
+    fn stacks_made_outside_a_recording_are_not_recorded() {
+        let stacks = Stacks::new(4 * PAGE);
+        let mut states = Vec::new();
+        let outside = stacks.new_stack(PAGE, true).unwrap();
+        made_during(&mut states, || ());
+        assert!(states.is_empty());
+        drop(outside);
     }
 }

@@ -64,10 +64,12 @@ fn initial_data_bytes(bytes: &[u8]) -> Option<u64> {
 }
 
 /// Builds the engine for one memory strategy. Modules deployed with snapshots on run on it
-/// too: their components are instrumented instead (see [`super::instrument`]).
+/// too: their components are instrumented instead (see [`super::instrument`]). Fiber stacks
+/// come from `stacks`, shared by a host's engines, unless the host pools its instances.
 pub(crate) fn build_engine(
     config: &HostConfig,
     memory: MemoryStrategy,
+    stacks: &Arc<Stacks>,
 ) -> Result<Engine, HostError> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
@@ -85,6 +87,9 @@ pub(crate) fn build_engine(
         wasm.enable_incremental_compilation(super::compile_cache::FunctionCache::process())
             .map_err(|e| HostError::Engine(e.into()))?;
     }
+    if !config.pooling {
+        wasm.with_host_stack(stacks.clone());
+    }
     if memory == MemoryStrategy::Image {
         let limit = config.memory_limit.next_multiple_of(WASM_PAGE) as u64;
         wasm.memory_reservation(limit).memory_init_cow(true);
@@ -93,11 +98,8 @@ pub(crate) fn build_engine(
     // Small reservations keep per-actor address space and mappings low (100k actors target).
     wasm.memory_reservation(0).memory_init_cow(false);
     if !config.pooling {
-        // Memories and stacks from shared arenas: a few mappings for any number of actors.
-        wasm.with_host_memory(Arc::new(Memories::new(config.memory_limit)))
-            .with_host_stack(Arc::new(Stacks::new(
-                config.max_wasm_stack + config.async_stack,
-            )));
+        // Memories from a shared arena: a few mappings for any number of actors.
+        wasm.with_host_memory(Arc::new(Memories::new(config.memory_limit)));
     }
     if config.pooling {
         let mut pool = PoolingAllocationConfig::default();
@@ -202,7 +204,12 @@ mod tests {
     fn an_image_memory_grows_in_place_up_to_the_memory_limit() {
         let mut config = HostConfig::new();
         config.memory_limit(4 << 20);
-        let engine = build_engine(&config, MemoryStrategy::Image).unwrap();
+        let engine = build_engine(
+            &config,
+            MemoryStrategy::Image,
+            &Arc::new(Stacks::new(config.max_wasm_stack + config.async_stack)),
+        )
+        .unwrap();
         let wat = r#"(module (memory (export "m") 1) (data (i32.const 0) "image"))"#;
         let module = wasmtime::Module::new(&engine, wat).unwrap();
         let mut store = wasmtime::Store::new(&engine, ());
@@ -219,7 +226,12 @@ mod tests {
     fn with_a_perf_map_compiled_guest_code_is_listed_for_perf() {
         let mut config = HostConfig::new();
         config.perf_map(true);
-        let engine = build_engine(&config, MemoryStrategy::Arena).unwrap();
+        let engine = build_engine(
+            &config,
+            MemoryStrategy::Arena,
+            &Arc::new(Stacks::new(config.max_wasm_stack + config.async_stack)),
+        )
+        .unwrap();
         let wat = r#"(component (core module (func (export "guest_function_for_perf"))))"#;
         let _component = wasmtime::component::Component::new(&engine, wat).unwrap();
         let map = format!("/tmp/perf-{}.map", std::process::id());

@@ -599,7 +599,10 @@ mod tests {
         fn new(wat: &str) -> Self {
             let mut config = HostConfig::new();
             config.epoch_interruption(false);
-            let engine = build_engine(&config, MemoryStrategy::Arena).unwrap();
+            let stacks = std::sync::Arc::new(crate::sandbox::arena::Stacks::new(
+                config.max_wasm_stack + config.async_stack,
+            ));
+            let engine = build_engine(&config, MemoryStrategy::Arena, &stacks).unwrap();
             let instrumented = instrument(&wat::parse_str(wat).unwrap()).unwrap();
             let component = Component::new(&engine, &instrumented.bytes).unwrap();
             let exports = ShimExports::find(&component).unwrap();

@@ -12,4 +12,5 @@ pub(crate) mod image;
 pub(crate) mod instrument;
 pub(crate) mod meter;
 pub(crate) mod packed;
+pub(crate) mod parking;
 pub(crate) mod shim;

@@ -29,6 +29,7 @@ use crate::deploy::upgrade::Upgrades;
 use crate::guestlog::GuestLog;
 use crate::kernel::Kernel;
 use crate::quota::Quota;
+use crate::sandbox::arena::StackStats;
 use crate::stats::StatsSnapshot;
 
 /// What a scrape shows beyond the host-wide and per-module series.
@@ -187,6 +188,8 @@ pub(crate) struct Sources<'a> {
     pub(crate) caps: &'a Caps,
     pub(crate) upgrades: &'a Upgrades,
     pub(crate) guest_log: &'a GuestLog,
+    /// The actors' fiber stacks.
+    pub(crate) stacks: StackStats,
     /// The cluster, if the host has joined one.
     pub(crate) cluster: Option<&'a Cluster>,
 }
@@ -316,6 +319,16 @@ fn kernel_metrics(sources: &Sources<'_>, registry: &mut Registry, query: &Metric
         "guest_log_dropped",
         "Guest log lines dropped because the log writer was behind",
         ConstCounter::new(sources.guest_log.dropped()),
+    );
+    registry.register(
+        "fiber_stacks",
+        "Fiber stacks held by actors' stores",
+        ConstGauge::new(i64::try_from(sources.stacks.live).unwrap_or(i64::MAX)),
+    );
+    registry.register(
+        "fiber_stack_releases",
+        "Idle actors' fiber stacks whose pages were given back to the kernel",
+        ConstCounter::new(sources.stacks.releases),
     );
 
     let per_module = Families::<ModuleLabel>::new();

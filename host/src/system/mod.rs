@@ -47,6 +47,8 @@ use crate::kernel::spawn::{Limits, SpawnOptions, SpawnRequest};
 use crate::message::{Envelope, StopReason};
 use crate::progress::Progress;
 use crate::quota::Quota;
+use crate::sandbox::arena::{StackStats, Stacks};
+use crate::sandbox::parking::Sweeper;
 use crate::sched::Scheduler;
 use crate::stats::StatsSnapshot;
 use crate::storage::{CommitStats, Database};
@@ -86,6 +88,10 @@ pub struct ActorSystem {
     scheduler: Scheduler,
     /// Upgrades done so far, for the metrics.
     upgrades: Arc<Upgrades>,
+    /// The actors' fiber stacks.
+    stacks: Arc<Stacks>,
+    /// Gives idle actors' stack pages back, if on.
+    _sweeper: Option<Sweeper>,
     /// The cluster, once this host has joined one.
     cluster: std::sync::OnceLock<Arc<Cluster>>,
     /// This node's side of the cluster's modules, once it has joined.
@@ -106,6 +112,8 @@ impl ActorSystem {
             modules,
             guest_log,
             ticker,
+            stacks,
+            sweeper,
             reports,
         } = Wiring::new(&config, database.as_ref(), None)?;
         let scheduler = Scheduler::start(config.workers, runtime.clone())?;
@@ -125,6 +133,8 @@ impl ActorSystem {
             guest_log,
             scheduler,
             upgrades: Arc::default(),
+            stacks,
+            _sweeper: sweeper,
             cluster: std::sync::OnceLock::new(),
             shared_modules: std::sync::OnceLock::new(),
         })
@@ -205,6 +215,12 @@ impl ActorSystem {
     /// Every deployed module version, with its content hash and whether it is current.
     pub fn module_list(&self) -> Vec<ModuleInfo> {
         self.modules.list()
+    }
+
+    /// The actors' fiber stacks: how many are live and how many times an idle one's pages
+    /// were given back (see [`HostConfig::release_idle_stacks`]).
+    pub fn stack_stats(&self) -> StackStats {
+        self.stacks.stats()
     }
 
     /// How many modules were compiled and how many loaded from the compiled cache.
@@ -585,6 +601,7 @@ impl ActorSystem {
                 caps: &self.caps,
                 upgrades: &self.upgrades,
                 guest_log: &self.guest_log,
+                stacks: self.stacks.stats(),
                 cluster: self.cluster.get().map(|c| &**c),
             },
             query,

@@ -189,6 +189,7 @@ impl Replay {
             guest_log,
             ticker,
             reports,
+            ..
         } = Wiring::new(&config, None, Some(&history))?;
         // The sandbox denies every grantable import's use, so it may grant them all.
         let grants: Vec<String> = Caps::grantable().into_iter().map(String::from).collect();

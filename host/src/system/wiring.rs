@@ -15,7 +15,9 @@ use crate::deploy::modules::{Backend, Modules};
 use crate::error::HostError;
 use crate::guestlog::GuestLog;
 use crate::progress::Reports;
+use crate::sandbox::arena::Stacks;
 use crate::sandbox::engine::{EpochTicker, MemoryStrategy, build_engine};
+use crate::sandbox::parking::Sweeper;
 use crate::storage::Database;
 
 /// The layers of a host below the kernel, wired together: the engines and their epoch ticker,
@@ -25,6 +27,10 @@ pub(super) struct Wiring {
     pub(super) modules: Arc<Modules>,
     pub(super) guest_log: Arc<GuestLog>,
     pub(super) ticker: Option<EpochTicker>,
+    /// The fiber stacks of both engines.
+    pub(super) stacks: Arc<Stacks>,
+    /// Gives parked stacks' pages back, if the host releases idle stacks.
+    pub(super) sweeper: Option<Sweeper>,
     /// Where long work is reported.
     pub(super) reports: Arc<Reports>,
 }
@@ -37,10 +43,15 @@ impl Wiring {
         database: Option<&Arc<Database>>,
         replay: Option<&Arc<History>>,
     ) -> Result<Wiring, HostError> {
+        let stacks = Arc::new(Stacks::new(config.max_wasm_stack + config.async_stack));
         let mut engines = Vec::new();
         for memory in [MemoryStrategy::Arena, MemoryStrategy::Image] {
-            engines.push(build_engine(config, memory)?);
+            engines.push(build_engine(config, memory, &stacks)?);
         }
+        let sweeper = match config.stack_release {
+            Some(period) if !config.pooling => Some(Sweeper::start(stacks.clone(), period)?),
+            _ => None,
+        };
         let ticker = match config.epoch_interruption {
             true => Some(EpochTicker::start(
                 &engines.iter().collect::<Vec<_>>(),
@@ -82,6 +93,8 @@ impl Wiring {
             modules,
             guest_log,
             ticker,
+            stacks,
+            sweeper,
             reports,
         })
     }

@@ -55,6 +55,7 @@ use crate::kernel::spawn::{Limits, Lineage, Reservation};
 use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::image::ImageError;
+use crate::sandbox::parking::{self, Parking};
 use crate::sched::Scheduler;
 use crate::trace;
 
@@ -96,7 +97,7 @@ impl Pending for CellSpec {
         // the lineage.
         let span = tracing::info_span!(parent: None, "actor", path = %self.me.address.path);
         let scheduler = self.scheduler.clone();
-        scheduler.spawn(run(*self).instrument(span));
+        scheduler.spawn(Parking::new(run(*self).instrument(span)));
     }
 
     fn abandon(self: Box<Self>) {
@@ -590,11 +591,20 @@ impl Cell {
                 true => None,
                 false => self.passivate_after.or(self.hibernate_after),
             };
-            let next = tokio::select! {
-                biased;
-                Some(sys) = self.mailbox.system.recv() => Ok(sys),
-                msg = self.mailbox.user.recv() => Err(msg),
-                () = idle_for(idle) => {
+            // The actor sleeps here: its fiber stack may be given back meanwhile.
+            let next = parking::parked(async {
+                tokio::select! {
+                    biased;
+                    Some(sys) = self.mailbox.system.recv() => Next::System(sys),
+                    msg = self.mailbox.user.recv() => Next::User(msg),
+                    () = idle_for(idle) => Next::Idle,
+                }
+            })
+            .await;
+            let next = match next {
+                Next::System(sys) => Ok(sys),
+                Next::User(msg) => Err(msg),
+                Next::Idle => {
                     if self.passivate_after.is_none() {
                         // Asleep or not, it serves on: a failed hibernation is retried at
                         // the next idle stretch.
@@ -1005,6 +1015,13 @@ fn abandon_step(caps: &Caps, instance: &mut ActorInstance) -> Vec<Receipt> {
     caps.abandon(&mut state.caps);
     step::discard(state.core.step.take());
     state.core.step.take_consumed()
+}
+
+/// What woke an idle actor.
+enum Next {
+    System(SystemMsg),
+    User(Option<UserMsg>),
+    Idle,
 }
 
 /// Resolves after `idle`, or never.
