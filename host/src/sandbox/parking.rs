@@ -78,6 +78,18 @@ impl<F: Future> Future for Parking<F> {
     }
 }
 
+impl<F> Drop for Parking<F> {
+    fn drop(&mut self) {
+        // A task dropped asleep (at shutdown) drops its stores next: their stacks are taken
+        // back first, so no release runs while a store is being torn down.
+        if self.parked {
+            for stack in &self.stacks {
+                stack.unpark();
+            }
+        }
+    }
+}
+
 /// The idle wait of a task: while `wait` is pending, the task's stacks may be released.
 pub(crate) fn parked<F: Future>(wait: F) -> Parked<F> {
     Parked { wait }
