@@ -338,3 +338,70 @@ async fn a_persistent_actor_hibernates_and_its_journal_carries_on() {
     assert_eq!(state.values, [0, 1], "recovered from its journal");
     system.shutdown().await.unwrap();
 }
+
+/// A module set to hibernate puts every actor of it to sleep once idle, the children other
+/// actors spawn included (a guest's spawn has no say in it), and each wakes with its state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_set_to_hibernate_puts_its_actors_to_sleep_children_included() {
+    use mote_example_protocol::Counter;
+    use mote_host::ModuleError;
+    let system = system_with(&["finder"]);
+    deploy_with_snapshots(&system, "counter", "1", "counter");
+    let nap = Some(std::time::Duration::from_millis(20));
+    let refused = system.hibernate_module("finder", nap);
+    assert!(
+        matches!(&refused, Err(ModuleError::NoSnapshots { name }) if name == "finder"),
+        "{refused:?}"
+    );
+    let unknown = system.hibernate_module("nobody", nap);
+    assert!(
+        matches!(unknown, Err(ModuleError::Unknown { .. })),
+        "{unknown:?}"
+    );
+    system.hibernate_module("counter", nap).unwrap();
+    system.spawn("top", "counter", b"").unwrap();
+    // The finder spawns three counters as its children.
+    system.spawn("finder", "finder", b"3").unwrap();
+    let paths = [
+        "/user/top",
+        "/user/finder/c0",
+        "/user/finder/c1",
+        "/user/finder/c2",
+    ];
+    wait_until(|| paths.iter().all(|p| system.lookup(p).is_some())).await;
+    for (k, path) in paths.iter().enumerate() {
+        tell(&system, path, &Counter::Add(k as u64 + 1));
+    }
+    // Idle, each one sleeps; asked, each one wakes with its count.
+    let naps = |path: &str| stats_of(&system, &system.lookup(path).unwrap()).hibernations;
+    wait_until(|| paths.iter().all(|p| naps(p) >= 1)).await;
+    for (k, path) in paths.iter().enumerate() {
+        let value: Counter = ask_as(&system, path, &Counter::Get).await;
+        assert_eq!(value, Counter::Value(k as u64 + 1), "{path}");
+    }
+    // Turned off, it applies to no actor spawned after; an actor's own setting still does.
+    system.hibernate_module("counter", None).unwrap();
+    system.spawn("late", "counter", b"").unwrap();
+    tell(&system, "/user/late", &Counter::Add(7));
+    let own = SpawnOptions {
+        hibernate_after: nap,
+        ..SpawnOptions::default()
+    };
+    system.spawn_with("own", "counter", b"", own).unwrap();
+    tell(&system, "/user/own", &Counter::Add(7));
+    wait_until(|| {
+        system
+            .lookup("/user/own")
+            .is_some_and(|_| naps("/user/own") >= 1)
+    })
+    .await;
+    // Woken and asleep again: `late` has idled longer than two naps by now.
+    let _: Counter = ask_as(&system, "/user/own", &Counter::Get).await;
+    wait_until(|| naps("/user/own") >= 2).await;
+    assert_eq!(
+        naps("/user/late"),
+        0,
+        "the module's setting was off when it was spawned"
+    );
+    system.shutdown().await.unwrap();
+}

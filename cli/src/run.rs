@@ -138,6 +138,11 @@ pub(crate) async fn run(
             }
         }
     }
+    for module in &manifest.modules {
+        if let Some(after) = module.hibernate_after {
+            system.hibernate_module(&module.name, Some(after))?;
+        }
+    }
     for entity in &manifest.entities {
         let options = EntityOptions {
             passivate_after: entity.passivate_after,

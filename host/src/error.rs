@@ -226,6 +226,14 @@ pub enum ModuleError {
         /// The version asked for.
         version: Option<String>,
     },
+    /// Its actors were to hibernate, but its current version has snapshots off.
+    #[error(
+        "module {name:?} has snapshots off: its actors cannot hibernate (deploy it with snapshot = true)"
+    )]
+    NoSnapshots {
+        /// The module name.
+        name: String,
+    },
     /// Actors still run the module version that was to be removed.
     #[error(
         "module {name:?} version {version:?} still runs {actors} actor(s); stop or upgrade them first"

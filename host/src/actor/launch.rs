@@ -117,6 +117,13 @@ impl Extensions for Launcher {
         if hibernate_after.is_some() && module.images.is_none() {
             return Err(SpawnError::NoSnapshots(module.name.to_string()));
         }
+        // Its module's setting, unless it has its own; an entity passivates instead.
+        let hibernate_after = match hibernate_after {
+            None if module.images.is_some() && passivate_after.is_none() => {
+                self.modules.hibernation(&module.name)
+            }
+            own => own,
+        };
         let labels = (module.name.clone(), module.version.clone());
         let capacity = Capacity {
             messages: limits.mailbox_capacity,

@@ -8,6 +8,8 @@
 //! grant = ["wasi:http"]      # optional: beyond mote:actor and WASI clocks/random/stdio
 //! snapshot = true            # optional: its actors can be captured as images, and its entities
 //!                            # passivate as images (the same as grant = ["snapshot"])
+//! hibernate_after_ms = 60000 # optional (with snapshot = true; one entry per name): every actor
+//!                            # of the module, children included, hibernates idle this long
 //!
 //! [[module]]
 //! builtin = "throttle"       # a component the embedder ships (`mote`: its patterns) instead
@@ -140,6 +142,9 @@ pub struct ModuleSpec {
     pub grants: Vec<String>,
     /// Where its component comes from.
     pub source: ModuleSource,
+    /// How long every actor of the module idles before it hibernates
+    /// ([`ActorSystem::hibernate_module`](crate::ActorSystem::hibernate_module)).
+    pub hibernate_after: Option<std::time::Duration>,
 }
 
 /// Where a module's component comes from.
@@ -301,6 +306,7 @@ struct RawModule {
     grant: Vec<String>,
     #[serde(default)]
     snapshot: bool,
+    hibernate_after_ms: Option<u64>,
 }
 
 /// A module entry once its source is known.
@@ -366,6 +372,7 @@ impl Manifest {
         };
         let mut names = HashSet::new();
         let mut versions = HashSet::new();
+        let mut hibernating = HashSet::new();
         let mut modules = Vec::new();
         for m in raw.module {
             let (name, source) = match (m.name, m.path, m.builtin) {
@@ -390,6 +397,17 @@ impl Manifest {
                     )));
                 }
             };
+            if m.hibernate_after_ms.is_some() && !m.snapshot {
+                return Err(invalid(format!(
+                    "module {name:?}: hibernate_after_ms needs snapshot = true (a module hibernates through images)"
+                )));
+            }
+            if m.hibernate_after_ms.is_some() && !hibernating.insert(name.clone()) {
+                return Err(invalid(format!(
+                    "module {name:?}: hibernate_after_ms is set on more than one of its entries"
+                )));
+            }
+            let hibernate_after = m.hibernate_after_ms.map(std::time::Duration::from_millis);
             let mut grant = m.grant;
             if m.snapshot && !grant.iter().any(|g| g == super::checks::SNAPSHOT_GRANT) {
                 grant.push(super::checks::SNAPSHOT_GRANT.to_owned());
@@ -421,6 +439,7 @@ impl Manifest {
                 grants: m.grant,
                 version,
                 source,
+                hibernate_after,
             });
         }
         let mut paths = HashSet::new();
@@ -731,6 +750,25 @@ mod tests {
         let granted =
             parse("[[module]]\nname = \"m\"\npath = \"a\"\ngrant = [\"wasi:http\"]\n").unwrap();
         assert_eq!(granted.modules[0].grants, vec!["wasi:http".to_owned()]);
+        let sleepy =
+            "[[module]]\nname = \"m\"\npath = \"a\"\nsnapshot = true\nhibernate_after_ms = 250\n";
+        assert_eq!(
+            parse(sleepy).unwrap().modules[0].hibernate_after,
+            Some(std::time::Duration::from_millis(250))
+        );
+        let awake = parse("[[module]]\nname = \"m\"\npath = \"a\"\nhibernate_after_ms = 250\n");
+        assert!(
+            matches!(&awake, Err(ManifestError::Invalid { message, .. }) if message.contains("needs snapshot = true")),
+            "{awake:?}"
+        );
+        let twice = format!(
+            "{sleepy}[[module]]\nname = \"m\"\npath = \"b\"\nversion = \"2\"\nsnapshot = true\nhibernate_after_ms = 9\n"
+        );
+        assert!(
+            matches!(&parse(&twice), Err(ManifestError::Invalid { message, .. }) if message.contains("more than one")),
+            "{:?}",
+            parse(&twice)
+        );
         let snapshots = parse("[[module]]\nname = \"m\"\npath = \"a\"\nsnapshot = true\n").unwrap();
         assert_eq!(snapshots.modules[0].grants, vec!["snapshot".to_owned()]);
         let both =

@@ -25,6 +25,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 use wasmtime::Engine;
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
@@ -112,6 +113,9 @@ pub struct ModuleInfo {
 struct Entry {
     versions: BTreeMap<String, Arc<Module>>,
     current: String,
+    /// How long its actors idle before they hibernate, unless spawned with their own
+    /// setting (see [`Modules::set_hibernation`]).
+    hibernate_after: Option<Duration>,
 }
 
 /// One engine, the host's capabilities linked for it, and the cache of what it compiled.
@@ -335,6 +339,7 @@ impl Modules {
         let entry = map.entry(name.to_owned()).or_insert_with(|| Entry {
             versions: BTreeMap::new(),
             current: version.to_owned(),
+            hibernate_after: None,
         });
         match entry.versions.get(version) {
             Some(raced) if raced.hash == module.hash && raced.grants == module.grants => {
@@ -357,6 +362,34 @@ impl Modules {
         let map = self.read();
         let entry = map.get(name)?;
         entry.versions.get(&entry.current).cloned()
+    }
+
+    /// Makes every actor of module `name` (whichever version, its actors' children included)
+    /// hibernate after `after` idle, unless it was spawned with its own setting; `None` turns
+    /// it off. Refused for a module whose current version has snapshots off.
+    pub(crate) fn set_hibernation(
+        &self,
+        name: &str,
+        after: Option<Duration>,
+    ) -> Result<(), ModuleError> {
+        let mut map = self.write();
+        let entry = map.get_mut(name).ok_or_else(|| ModuleError::Unknown {
+            name: name.to_owned(),
+            version: None,
+        })?;
+        let current = entry.versions.get(&entry.current);
+        if after.is_some() && current.is_none_or(|m| m.images.is_none()) {
+            return Err(ModuleError::NoSnapshots {
+                name: name.to_owned(),
+            });
+        }
+        entry.hibernate_after = after;
+        Ok(())
+    }
+
+    /// How long actors of module `name` idle before they hibernate, if set.
+    pub(crate) fn hibernation(&self, name: &str) -> Option<Duration> {
+        self.read().get(name)?.hibernate_after
     }
 
     /// One version of a module.

@@ -217,6 +217,15 @@ impl ActorSystem {
         self.modules.list()
     }
 
+    /// Makes every actor of module `name` spawned from now on hibernate once idle for `after`
+    /// (README, "Snapshots and moves"): its top-level actors and the children its actors
+    /// spawn, whichever version they run, unless spawned with their own
+    /// `SpawnOptions::hibernate_after`; entities passivate instead. `None` turns it off. The module must have snapshots on. Not recorded in the
+    /// database: a manifest's `hibernate_after_ms` sets it again at every start.
+    pub fn hibernate_module(&self, name: &str, after: Option<Duration>) -> Result<(), ModuleError> {
+        self.modules.set_hibernation(name, after)
+    }
+
     /// The actors' fiber stacks: how many are live and how many times an idle one's pages
     /// were given back (see [`HostConfig::release_idle_stacks`]).
     pub fn stack_stats(&self) -> StackStats {
