@@ -49,9 +49,12 @@ async fn idle_actors_give_their_stacks_back_and_serve_on_with_their_state() {
     let stats = system.stack_stats();
     assert_eq!(stats.live, actors, "{stats:?}");
     assert_eq!(metric(&system, "mote_fiber_stacks"), actors as f64);
-    assert_eq!(
-        metric(&system, "mote_fiber_stack_releases_total"),
-        stats.releases as f64
+    // The counter moves on if a sweep comes between the reads: it lies between them.
+    let shown = metric(&system, "mote_fiber_stack_releases_total");
+    let after = system.stack_stats().releases;
+    assert!(
+        (stats.releases as f64..=after as f64).contains(&shown),
+        "{shown} releases shown, {stats:?} then {after}"
     );
     // They serve on from where they were: their state is in their linear memory.
     for i in 0..n {
@@ -119,8 +122,10 @@ async fn a_running_or_preempted_call_keeps_its_stack() {
     }
     // The same work every time: no frame of it was lost to a release.
     assert!(work.iter().all(|w| *w == work[0]), "{work:?}");
-    // Released at most once each, after its call: never mid-call.
+    // Never mid-call: at most once per idle stretch, and each clock had two since `before`
+    // (the one after its `Read`, if a sweep came late to it, and the one after its call),
+    // against hundreds of preemptions each.
     let released = system.stack_stats().releases - before;
-    assert!(released <= clocks, "{released} releases");
+    assert!(released <= 2 * clocks, "{released} releases");
     system.shutdown().await.unwrap();
 }

@@ -20,12 +20,11 @@
 //!   memory that moves, and the instance would then hold a full private copy).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::arena::{Memories, Stacks};
+use super::periodic::Periodic;
 use crate::config::HostConfig;
 use crate::error::HostError;
 
@@ -118,45 +117,24 @@ const WASM_PAGE: usize = 64 << 10;
 
 /// A thread that increments the engines' epochs every tick until dropped.
 pub(crate) struct EpochTicker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Held for its drop, which ends the thread.
+    _thread: Periodic,
 }
 
 impl EpochTicker {
     /// Starts ticking `engines` every `config.epoch_tick`.
     pub(crate) fn start(engines: &[&Engine], config: &HostConfig) -> Result<Self, HostError> {
-        let stop = Arc::new(AtomicBool::new(false));
         let weak: Vec<_> = engines.iter().map(|e| e.weak()).collect();
-        let tick = config.epoch_tick;
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("mote-epoch".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(tick);
-                    let mut any = false;
-                    for engine in weak.iter().filter_map(|w| w.upgrade()) {
-                        engine.increment_epoch();
-                        any = true;
-                    }
-                    if !any {
-                        break;
-                    }
-                }
-            })?;
-        Ok(EpochTicker {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let ticker = Periodic::start("mote-epoch", config.epoch_tick, move || {
+            let mut any = false;
+            for engine in weak.iter().filter_map(|w| w.upgrade()) {
+                engine.increment_epoch();
+                any = true;
+            }
+            // Every engine gone: nothing left to preempt.
+            any
+        })?;
+        Ok(EpochTicker { _thread: ticker })
     }
 }
 

@@ -13,4 +13,5 @@ pub(crate) mod instrument;
 pub(crate) mod meter;
 pub(crate) mod packed;
 pub(crate) mod parking;
+pub(crate) mod periodic;
 pub(crate) mod shim;

@@ -19,12 +19,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::arena::{self, StackState, Stacks};
+use super::periodic::Periodic;
 
 thread_local! {
     /// Set when the task being polled went to sleep at its idle wait.
@@ -117,49 +116,28 @@ impl<F: Future> Future for Parked<F> {
 
 /// A thread that sweeps the stack arena every period until dropped.
 pub(crate) struct Sweeper {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Held for its drop, which ends the thread.
+    _thread: Periodic,
 }
 
 impl Sweeper {
     /// Sweeps `stacks` every `period`: a stack parked for a whole period is released.
     pub(crate) fn start(stacks: Arc<Stacks>, period: Duration) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("mote-stacks".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::park_timeout(period);
-                    if flag.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let released = stacks.sweep();
-                    if released > 0 {
-                        tracing::trace!(released, "idle fiber stacks given back");
-                    }
-                }
-            })?;
-        Ok(Sweeper {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Sweeper {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
+        let sweeper = Periodic::start("mote-stacks", period, move || {
+            let released = stacks.sweep();
+            if released > 0 {
+                tracing::trace!(released, "idle fiber stacks given back");
+            }
+            true
+        })?;
+        Ok(Sweeper { _thread: sweeper })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use wasmtime::StackCreator;
 
     /// A task that makes a stack, then waits twice: at its idle wait, then elsewhere.
