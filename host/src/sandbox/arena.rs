@@ -233,7 +233,7 @@ impl Drop for Memory {
 pub(crate) struct Stacks {
     arena: Arc<Arena>,
     /// Every live stack's state, by its base: the sweeper visits them in address order.
-    live: Arc<Mutex<BTreeMap<usize, Arc<StackState>>>>,
+    live: Arc<Mutex<Live>>,
     /// Stacks whose pages a sweep gave back, in all.
     releases: AtomicU64,
 }
@@ -247,8 +247,8 @@ impl Stacks {
         }
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Arc<StackState>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        lock_live(&self.live)
     }
 
     /// One sweep: a stack parked since the last sweep is marked seen, and a stack seen parked
@@ -294,6 +294,14 @@ impl Stacks {
             releases: self.releases.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Every live stack's state, by its base.
+type Live = BTreeMap<usize, Arc<StackState>>;
+
+/// The live stacks, locked by [`Stacks`] and by a [`Stack`] leaving them alike.
+fn lock_live(live: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
+    live.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Fiber stacks of a host: how many are live, and how many times a sweep gave a parked one's
@@ -422,7 +430,7 @@ pub(crate) fn made_during<R>(sink: &mut Vec<Arc<StackState>>, f: impl FnOnce() -
 
 struct Stack {
     arena: Arc<Arena>,
-    live: Arc<Mutex<BTreeMap<usize, Arc<StackState>>>>,
+    live: Arc<Mutex<Live>>,
     state: Arc<StackState>,
 }
 
@@ -446,10 +454,7 @@ impl Drop for Stack {
         // A release under way ends before the slot can be handed out again.
         self.state.claim(DEAD);
         let base = self.state.base;
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&base);
+        lock_live(&self.live).remove(&base);
         self.arena.slots().give(base);
     }
 }
