@@ -118,6 +118,10 @@ struct Args {
     /// a query it answers (with an empty body). Repeatable.
     #[arg(long = "with", value_name = "LABEL=PATH:KIND")]
     with: Vec<String>,
+    /// Deploy this component in place of an example actor: `NAME=PATH`, to measure another
+    /// build of it (say a lean one against a WASI one) in the same run. Repeatable.
+    #[arg(long = "guest", value_name = "NAME=PATH")]
+    guests: Vec<String>,
 }
 
 mod cluster;
@@ -246,6 +250,19 @@ fn system(args: &Args, modules: &[&str]) -> anyhow::Result<ActorSystem> {
     system_with(args, HostConfig::new(), modules)
 }
 
+/// The component `--guest` puts in place of the example actor `name`, if any.
+fn guest_override(args: &Args, name: &str) -> anyhow::Result<Option<std::path::PathBuf>> {
+    for guest in &args.guests {
+        let (label, path) = guest
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--guest {guest}: expected NAME=PATH"))?;
+        if label == name {
+            return Ok(Some(path.into()));
+        }
+    }
+    Ok(None)
+}
+
 fn system_with(
     args: &Args,
     mut config: HostConfig,
@@ -267,7 +284,10 @@ fn system_with(
     }
     let system = ActorSystem::new(config)?;
     for name in modules {
-        let path = examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?;
+        let path = match guest_override(args, name)? {
+            Some(path) => path,
+            None => examples::path(name).ok_or_else(|| anyhow!("no example actors built"))?,
+        };
         system.deploy_file(name, &path)?;
     }
     Ok(system)
