@@ -1,4 +1,4 @@
-//! Builds the example actors in `example-actors/` to wasm32-wasip2 components, the way
+//! Builds the example actors in `example-actors/` to WebAssembly components, the way
 //! wasmtime's `test-programs/artifacts` does, and tells the crate where they are. This is the
 //! only build script of the workspace that runs pip or npm (`mote-patterns` runs cargo for its
 //! components too, through the same `rust_guests.rs`): an embedder who depends on

@@ -1,5 +1,6 @@
 //! Loading modules: files that are not wasm, core modules and components of another world are
-//! refused with a clear error, and the host keeps running.
+//! refused with a clear error, and the host keeps running. The Rust examples are lean builds
+//! (one core module, `mote:actor` imports only) unless their manifest asks for WASI.
 
 use mote_example_protocol::Counter;
 use mote_host::ModuleError;
@@ -86,4 +87,46 @@ async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_runni
     assert!(system.stop("/user/c"));
     wait_until(|| system.lookup("/user/c").is_none()).await;
     system.deploy("counter", &relay).unwrap();
+}
+
+/// The interfaces a built example component imports.
+fn imports(name: &str) -> Vec<String> {
+    let path = mote_test_programs::path(name).expect("the examples are built");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut imports, mut depth) = (Vec::new(), 0usize);
+    for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+        match payload.unwrap_or_else(|e| panic!("{name} does not parse: {e}")) {
+            wasmparser::Payload::ModuleSection { .. }
+            | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            // The outer component's own imports (nested ones are wit-component's plumbing).
+            wasmparser::Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    imports.push(import.expect("an import parses").name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    imports
+}
+
+#[test]
+fn rust_examples_are_lean_unless_their_manifest_asks_for_wasi() {
+    // Lean: built for wasm32-unknown-unknown and wrapped, so the component imports nothing of
+    // WASI, and the host has only the mote:actor functions it uses to lower per actor.
+    for name in ["counter", "pingpong", "fetcher", "supervisor", "throttle"] {
+        let imports = imports(name);
+        assert!(!imports.is_empty(), "{name} imports nothing");
+        assert!(
+            imports.iter().all(|i| i.starts_with("mote:actor/")),
+            "{name} imports {imports:?}"
+        );
+    }
+    // The attacker says `wasi = true` (it prints through std): a wasip2 build, WASI and all.
+    let imports = imports("attacker");
+    assert!(
+        imports.iter().any(|i| i.starts_with("wasi:cli/")),
+        "attacker imports {imports:?}"
+    );
 }

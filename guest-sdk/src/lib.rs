@@ -1,5 +1,6 @@
 //! Mote guest SDK: write a Mote actor as a plain Rust struct and compile it to a WebAssembly
-//! component (`wasm32-wasip2`) that implements the `mote:actor` WIT contract.
+//! component (`wasm32-wasip2`, or a lean `wasm32-unknown-unknown` build wrapped by
+//! wit-component: the SDK uses nothing of WASI) that implements the `mote:actor` WIT contract.
 //!
 //! An actor is a type implementing [`Actor`]: `start` builds its state from the init bytes,
 //! `receive` handles each message of its [`Message`] type, `unhandled` sees every other kind
@@ -145,7 +146,9 @@
 //! # Example
 //!
 //! A counter that adds numbers and tells its total to whoever asks. The crate is a `cdylib`
-//! depending on `mote-guest` and `serde`, built with `cargo build --target wasm32-wasip2`.
+//! depending on `mote-guest` and `serde`, built with `cargo build --target wasm32-wasip2` (or
+//! for `wasm32-unknown-unknown`, then `wasm-tools component new`: no WASI imports, faster
+//! spawns; the README's "Lean Rust actors" says what it gives up).
 //!
 //! ```no_run
 //! use mote_guest::{Actor, Context, Result, StopReason};
