@@ -130,6 +130,15 @@ fn demo_runs_ping_pong_a_tree_entities_a_hot_swap_and_a_throttle() {
         stdout.contains("report from /user/sup/c0: restarted"),
         "{stdout}"
     );
+    // The SDK's panic hook logs the crasher's panic, message and place, as one line.
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("panicked at crasher/src/lib.rs:")
+                && l.contains("crasher asked to panic")
+                && l.contains("actor=/user/sup/c0")),
+        "{log}"
+    );
     assert!(
         stdout.contains("alice: total 12 after 1 activation(s)")
             && stdout.contains("reactivated by the next message: total 12, activation 2"),

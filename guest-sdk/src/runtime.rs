@@ -38,6 +38,7 @@ fn install<A: Actor>(
     if state.with(|cell| cell.try_borrow().map(|s| s.is_some()).unwrap_or(true)) {
         return Err("actor already started".to_string());
     }
+    report_panics();
     let mut instance = create()?;
     perform(instance.take_stash_ops());
     state.with(|cell| match cell.try_borrow_mut() {
@@ -47,6 +48,17 @@ fn install<A: Actor>(
         }
         Err(_) => Err("actor state is busy".to_string()),
     })
+}
+
+/// Makes a panic write its message and place to the host's log (at error, tagged with the
+/// actor's path) before it aborts the instance: a lean build has no stderr to print it to, and
+/// on wasip2 a log line beats a line of captured stderr. Set before the actor's own `start`
+/// runs, so an actor may still install a hook of its own.
+fn report_panics() {
+    #[cfg(target_arch = "wasm32")]
+    std::panic::set_hook(Box::new(|info| {
+        host::log(LogLevel::Error, &info.to_string().replace('\n', " "))
+    }));
 }
 
 /// Delivers one message, then passes the hook's stash requests and any rejection on to the
