@@ -490,11 +490,8 @@ mod c {
                     run(command)?;
                     let bytes =
                         std::fs::read(&core).map_err(|e| format!("{}: {e}", core.display()))?;
-                    let component = wit_component::ComponentEncoder::default()
-                        .validate(true)
-                        .module(&bytes)
-                        .and_then(|e| e.encode())
-                        .map_err(|e| format!("not a valid {WORLD} module: {e:#}"))?;
+                    let component = super::rust_guests::wrap(&bytes)
+                        .map_err(|e| format!("not a valid {WORLD} module: {e}"))?;
                     std::fs::write(&wasm, component).map_err(|e| format!("{}: {e}", wasm.display()))
                 });
             }

@@ -44,6 +44,12 @@ pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
         .into_iter()
         .filter(|g| packages.is_empty() || packages.contains(&g.package.as_str()))
         .collect();
+    for package in packages {
+        assert!(
+            guests.iter().any(|g| g.package == *package),
+            "{package} is no guest crate (cdylib) of example-actors"
+        );
+    }
     let target_dir = examples.join("target");
     for (target, wasi) in [(WASI_TARGET, true), (LEAN_TARGET, false)] {
         let chosen: Vec<&str> = guests
@@ -68,15 +74,22 @@ pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
         let component = if guest.wasi {
             bytes
         } else {
-            wit_component::ComponentEncoder::default()
-                .validate(true)
-                .module(&bytes)
-                .and_then(|e| e.encode())
-                .unwrap_or_else(|e| panic!("{} is not a mote:actor module: {e:#}", guest.package))
+            wrap(&bytes)
+                .unwrap_or_else(|e| panic!("{} is not a mote:actor module: {e}", guest.package))
         };
         write_if_changed(&out.join(format!("{}.wasm", guest.artifact)), &component);
     }
     out
+}
+
+/// Wraps a core module whose world is embedded (wit-bindgen's custom section) into a
+/// component, validated; the error carries wit-component's causes.
+pub fn wrap(module: &[u8]) -> Result<Vec<u8>, String> {
+    wit_component::ComponentEncoder::default()
+        .validate(true)
+        .module(module)
+        .and_then(|e| e.encode())
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// Where [`build`] puts the components of the `examples` workspace (the other languages'

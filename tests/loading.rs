@@ -1,6 +1,6 @@
 //! Loading modules: files that are not wasm, core modules and components of another world are
 //! refused with a clear error, and the host keeps running. The Rust examples are lean builds
-//! (one core module, `mote:actor` imports only) unless their manifest asks for WASI.
+//! (`mote:actor` imports only) unless their manifest asks for WASI.
 
 use mote_example_protocol::Counter;
 use mote_host::ModuleError;
