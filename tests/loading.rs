@@ -1,8 +1,9 @@
 //! Loading modules: files that are not wasm, core modules and components of another world are
 //! refused with a clear error, and the host keeps running. The Rust examples are lean builds
-//! (`mote:actor` imports only) unless their manifest asks for WASI.
+//! (`mote:actor` imports only) unless their manifest asks for WASI, and a lean build's heap
+//! starts in its initial memory.
 
-use mote_example_protocol::Counter;
+use mote_example_protocol::{Counter, Crash};
 use mote_host::ModuleError;
 use mote_tests::*;
 
@@ -87,6 +88,59 @@ async fn deploying_the_same_bytes_twice_is_a_no_op_but_other_bytes_under_a_runni
     assert!(system.stop("/user/c"));
     wait_until(|| system.lookup("/user/c").is_none()).await;
     system.deploy("counter", &relay).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lean_rust_actors_heap_starts_in_its_initial_memory_and_grows_past_it() {
+    // The SDK's allocator (guest-sdk/src/heap.rs) lays the heap right after the data. std's
+    // own allocator on wasm32-unknown-unknown grows the memory by a 64 KiB page for its first
+    // allocation (and touches two fresh pages of it): a counter that started and handled
+    // messages would hold 65,536 bytes more.
+    let system = system_with(&["counter", "crasher"]);
+    system.spawn("c", "counter", b"1").unwrap();
+    for _ in 0..100 {
+        tell(&system, "/user/c", &Counter::Add(1));
+    }
+    let count: Counter = ask_as(&system, "/user/c", &Counter::Get).await;
+    assert_eq!(count, Counter::Value(101));
+    assert_eq!(memory(&system, "/user/c"), initial_memory("counter"));
+
+    // A heap past the initial memory grows it, and the actor keeps working on it.
+    system.spawn("x", "crasher", b"").unwrap();
+    tell(&system, "/user/x", &Crash::Alloc(2));
+    let echo: Crash = ask_as(&system, "/user/x", &Crash::Echo(7)).await;
+    assert_eq!(echo, Crash::Echo(7));
+    let grown = memory(&system, "/user/x");
+    assert!(
+        grown >= initial_memory("crasher") + (2 << 20),
+        "{grown} bytes after holding 2 MiB"
+    );
+}
+
+/// The bytes of linear memory the actor at `path` holds now.
+fn memory(system: &mote_host::ActorSystem, path: &str) -> u64 {
+    let tree = system.tree();
+    let info = tree.iter().find(|a| a.address.path.as_str() == path);
+    info.unwrap_or_else(|| panic!("no actor at {path}"))
+        .stats
+        .memory_bytes
+}
+
+/// The bytes of linear memory a fresh instance of a built example starts with.
+fn initial_memory(name: &str) -> u64 {
+    let path = mote_test_programs::path(name).expect("the examples are built");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut pages = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+        if let wasmparser::Payload::MemorySection(section) =
+            payload.unwrap_or_else(|e| panic!("{name} does not parse: {e}"))
+        {
+            for memory in section {
+                pages += memory.expect("a memory parses").initial;
+            }
+        }
+    }
+    pages * 65536
 }
 
 /// The interfaces a built example component imports.

@@ -322,6 +322,8 @@ pub mod dead_letter;
 pub mod delivery;
 pub mod error;
 pub mod forwarding;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "heap"))]
+mod heap;
 mod instance;
 pub mod lifecycle;
 pub mod lookup;
