@@ -299,56 +299,70 @@ impl ActorInstance {
     /// in the span its `trace` names (the cell's, no longer the sender's); a call that returns
     /// gives the message back with what the guest made of it (a trap or an error keeps it: it
     /// is dropped).
-    pub(crate) async fn receive(
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps its arguments twice"
+    )]
+    pub(crate) fn receive(
         &mut self,
-        envelope: Envelope,
+        mut envelope: Envelope,
         pull: Option<Box<Pull>>,
-    ) -> Result<Received, Failure> {
-        self.begin_call();
-        self.store.data_mut().core.trace = envelope.trace();
-        let Envelope {
-            sender, kind, body, ..
-        } = envelope;
-        let (result, kind, body) = match self.packed {
-            Some(func) => {
-                let mut packing = std::mem::take(&mut self.packing);
-                pack(sender.as_ref(), &kind, &body, pull.is_some(), &mut packing);
-                self.enter(sender, body.len());
-                // Only `packed-receive` pulls: its guest's SDK handles what `next` hands over.
-                self.store.data_mut().core.pull = pull;
-                // SAFETY: `func` was type-checked as this signature when the instance was made.
-                let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
-                let call = typed.call_async(&mut self.store, (&packing[..],));
-                let result = Metered::new(call, self.usage.as_deref()).await;
-                if packing.capacity() <= KEEP_PACKED {
-                    self.packing = packing;
+    ) -> impl Future<Output = Result<Received, Failure>> + Send + '_ {
+        // An `async` block, using the envelope where it lies: an actor's task holds this
+        // future's largest state for its whole life, and an `async fn` (or a destructured
+        // envelope) would keep a second copy of it (see `Cell::handle_user`).
+        async move {
+            self.begin_call();
+            self.store.data_mut().core.trace = envelope.trace();
+            let (result, kind, body) = match self.packed {
+                Some(func) => {
+                    pack(
+                        envelope.sender.as_ref(),
+                        &envelope.kind,
+                        &envelope.body,
+                        pull.is_some(),
+                        &mut self.packing,
+                    );
+                    self.enter(envelope.sender.take(), envelope.body.len());
+                    // Only `packed-receive` pulls: its guest's SDK handles what `next` hands
+                    // over.
+                    self.store.data_mut().core.pull = pull;
+                    // SAFETY: `func` was type-checked as this signature when the instance was
+                    // made.
+                    let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
+                    let call = typed.call_async(&mut self.store, (&self.packing[..],));
+                    let result = Metered::new(call, self.usage.as_deref()).await;
+                    if self.packing.capacity() > KEEP_PACKED {
+                        self.packing = Vec::new();
+                    }
+                    // A pulled message handled last is the one a rejection or set-aside gives
+                    // back.
+                    let pulled =
+                        (self.store.data_mut().core.pull.as_mut()).and_then(|p| p.take_current());
+                    let (kind, body) = pulled.unwrap_or((envelope.kind, envelope.body));
+                    (result.map(|(r,)| r), kind, body)
                 }
-                // A pulled message handled last is the one a rejection or set-aside gives back.
-                let pulled =
-                    (self.store.data_mut().core.pull.as_mut()).and_then(|p| p.take_current());
-                let (kind, body) = pulled.unwrap_or((kind, body));
-                (result.map(|(r,)| r), kind, body)
-            }
-            None => {
-                let msg = WitMessage {
-                    sender: sender.as_ref().map(to_wit_address_of),
-                    kind,
-                    body,
-                };
-                self.enter(sender, msg.body.len());
-                let result = Metered::new(
-                    self.bindings
-                        .mote_actor_actor()
-                        .call_receive(&mut self.store, &msg),
-                    self.usage.as_deref(),
-                )
-                .await;
-                // `actor.receive` does not pull: the lane goes back untouched.
-                self.store.data_mut().core.pull = pull;
-                (result, msg.kind, msg.body)
-            }
-        };
-        self.received(result, kind, body)
+                None => {
+                    let msg = WitMessage {
+                        sender: envelope.sender.as_ref().map(to_wit_address_of),
+                        kind: envelope.kind,
+                        body: envelope.body,
+                    };
+                    self.enter(envelope.sender, msg.body.len());
+                    let result = Metered::new(
+                        self.bindings
+                            .mote_actor_actor()
+                            .call_receive(&mut self.store, &msg),
+                        self.usage.as_deref(),
+                    )
+                    .await;
+                    // `actor.receive` does not pull: the lane goes back untouched.
+                    self.store.data_mut().core.pull = pull;
+                    (result, msg.kind, msg.body)
+                }
+            };
+            self.received(result, kind, body)
+        }
     }
 
     /// Whether its guest pulls bursts (it exports `packed-receive` and imports `inbox`).
