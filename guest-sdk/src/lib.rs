@@ -36,6 +36,10 @@
 //! - [`error`]: [`Error`] and [`Result`];
 //! - [`bindings`]: the raw `wit-bindgen` bindings.
 //!
+//! A lean (`wasm32-unknown-unknown`) build also gets the SDK's global allocator, which lays the
+//! heap right after the module's data so that a small heap shares the data's pages (the default
+//! feature `heap`; turn it off to bring your own `#[global_allocator]`).
+//!
 //! # Body encodings: postcard for Rust-to-Rust, JSON to talk to other languages
 //!
 //! A message's kind names its type and its body is that type's serde encoding. [`message!`]
