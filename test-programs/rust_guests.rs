@@ -36,6 +36,13 @@ struct Guest {
     wasi: bool,
 }
 
+impl Guest {
+    /// The target it is built for.
+    fn target(&self) -> &'static str {
+        if self.wasi { WASI_TARGET } else { LEAN_TARGET }
+    }
+}
+
 /// Builds `packages` of the `examples` workspace (all of its guest crates when empty) in
 /// release mode; returns the directory holding the components.
 pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
@@ -51,10 +58,10 @@ pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
         );
     }
     let target_dir = examples.join("target");
-    for (target, wasi) in [(WASI_TARGET, true), (LEAN_TARGET, false)] {
+    for target in [WASI_TARGET, LEAN_TARGET] {
         let chosen: Vec<&str> = guests
             .iter()
-            .filter(|g| g.wasi == wasi)
+            .filter(|g| g.target() == target)
             .map(|g| g.package.as_str())
             .collect();
         if !chosen.is_empty() {
@@ -64,9 +71,8 @@ pub fn build(examples: &Path, packages: &[&str]) -> PathBuf {
     let out = out_dir(examples);
     std::fs::create_dir_all(&out).expect("the components directory can be created");
     for guest in &guests {
-        let target = if guest.wasi { WASI_TARGET } else { LEAN_TARGET };
         let built = target_dir
-            .join(target)
+            .join(guest.target())
             .join("release")
             .join(format!("{}.wasm", guest.artifact));
         let bytes = std::fs::read(&built)

@@ -97,41 +97,39 @@ async fn a_lean_rust_actors_heap_starts_in_its_initial_memory_and_grows_past_it(
     // allocation (and touches two fresh pages of it): a counter that started and handled
     // messages would hold 65,536 bytes more.
     let system = system_with(&["counter", "crasher"]);
-    system.spawn("c", "counter", b"1").unwrap();
+    let counter = system.spawn("c", "counter", b"1").unwrap();
     for _ in 0..100 {
         tell(&system, "/user/c", &Counter::Add(1));
     }
     let count: Counter = ask_as(&system, "/user/c", &Counter::Get).await;
     assert_eq!(count, Counter::Value(101));
-    assert_eq!(memory(&system, "/user/c"), initial_memory("counter"));
+    assert_eq!(
+        stats_of(&system, &counter).memory_bytes,
+        initial_memory("counter")
+    );
 
     // A heap past the initial memory grows it, and the actor keeps working on it.
-    system.spawn("x", "crasher", b"").unwrap();
+    let crasher = system.spawn("x", "crasher", b"").unwrap();
     tell(&system, "/user/x", &Crash::Alloc(2));
     let echo: Crash = ask_as(&system, "/user/x", &Crash::Echo(7)).await;
     assert_eq!(echo, Crash::Echo(7));
-    let grown = memory(&system, "/user/x");
+    let grown = stats_of(&system, &crasher).memory_bytes;
     assert!(
         grown >= initial_memory("crasher") + (2 << 20),
         "{grown} bytes after holding 2 MiB"
     );
 }
 
-/// The bytes of linear memory the actor at `path` holds now.
-fn memory(system: &mote_host::ActorSystem, path: &str) -> u64 {
-    let tree = system.tree();
-    let info = tree.iter().find(|a| a.address.path.as_str() == path);
-    info.unwrap_or_else(|| panic!("no actor at {path}"))
-        .stats
-        .memory_bytes
+/// The bytes of a built example component.
+fn component(name: &str) -> Vec<u8> {
+    let path = mote_test_programs::path(name).expect("the examples are built");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The bytes of linear memory a fresh instance of a built example starts with.
 fn initial_memory(name: &str) -> u64 {
-    let path = mote_test_programs::path(name).expect("the examples are built");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut pages = 0;
-    for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+    for payload in wasmparser::Parser::new(0).parse_all(&component(name)) {
         if let wasmparser::Payload::MemorySection(section) =
             payload.unwrap_or_else(|e| panic!("{name} does not parse: {e}"))
         {
@@ -145,10 +143,8 @@ fn initial_memory(name: &str) -> u64 {
 
 /// The interfaces a built example component imports.
 fn imports(name: &str) -> Vec<String> {
-    let path = mote_test_programs::path(name).expect("the examples are built");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let (mut imports, mut depth) = (Vec::new(), 0usize);
-    for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+    for payload in wasmparser::Parser::new(0).parse_all(&component(name)) {
         match payload.unwrap_or_else(|e| panic!("{name} does not parse: {e}")) {
             wasmparser::Payload::ModuleSection { .. }
             | wasmparser::Payload::ComponentSection { .. } => depth += 1,
