@@ -12,6 +12,9 @@
 //! - Memories never move and never grow past their slot: the engine is configured with no
 //!   reservation and no guard (`memory_reservation(0)`, `memory_guard_size(0)`), so compiled code
 //!   bounds-checks every access explicitly and needs no guard region.
+//! - No slot is backed by transparent huge pages: every mapping is `MADV_NOHUGEPAGE`, so a
+//!   touched page of a memory or stack costs 4 KiB of RAM even where the kernel's THP mode is
+//!   `always` (there, a slot's first touch would otherwise take 2 MiB).
 //! - Stacks have no guard page (a guard would split the mapping). Wasm cannot overflow them:
 //!   wasmtime checks `max_wasm_stack` in every wasm prologue, and the slot leaves
 //!   `async_stack` bytes (1 MiB) beyond that for host frames, which are shallow.
@@ -81,6 +84,9 @@ impl Slots {
                     std::io::Error::last_os_error()
                 ));
             }
+            // SAFETY: the range is the mapping just made. A kernel without THP refuses the
+            // advice (EINVAL), and then there are no huge pages to avoid: ignored.
+            unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
             self.next = addr as usize;
             self.end = self.next + len;
             self.chunks.push((self.next, len));
@@ -477,6 +483,38 @@ mod tests {
         assert_eq!(again, a);
         // SAFETY: as above.
         assert_eq!(unsafe { *(again as *const u8).add(PAGE + 7) }, 0);
+    }
+
+    /// The `VmFlags` of the mapping of `/proc/self/smaps` that holds `addr`.
+    fn vm_flags(addr: usize) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((start, end)) = range.split_once('-')
+                && let (Ok(start), Ok(end)) = (
+                    usize::from_str_radix(start, 16),
+                    usize::from_str_radix(end, 16),
+                )
+            {
+                inside = (start..end).contains(&addr);
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return flags.trim().to_owned();
+            }
+        }
+        panic!("no mapping of /proc/self/smaps holds {addr:#x}")
+    }
+
+    #[test]
+    fn slots_never_get_transparent_huge_pages() {
+        // Slots of 2 MiB, so that a huge page would fit one exactly.
+        let arena = Arena::new(2 << 20, "test");
+        let slot = arena.slots().take().unwrap();
+        // SAFETY: `slot` is a slot of this test's arena, 2 MiB long.
+        unsafe { *(slot as *mut u8).add(4096) = 1 };
+        // `nh`: the kernel's flag for `MADV_NOHUGEPAGE`, whatever its THP mode.
+        let flags = vm_flags(slot);
+        assert!(flags.split(' ').any(|f| f == "nh"), "VmFlags: {flags}");
     }
 
     #[test]
