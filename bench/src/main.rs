@@ -456,6 +456,57 @@ fn pss_bytes() -> u64 {
     proc_kb("smaps_rollup", "Pss")
 }
 
+/// The bytes of this process's page tables.
+fn page_table_bytes() -> u64 {
+    proc_kb("status", "VmPTE")
+}
+
+/// The minor page faults of this process so far: each first touch of a fresh page is one.
+fn minor_faults() -> u64 {
+    // `minflt` is field 10 of `/proc/self/stat`: the eighth after the command in parentheses.
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(7)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Microseconds this machine takes to give the process one fresh 4 KiB page: the first touch
+/// of each page of a new 64 MiB mapping (fault, zeroing and the page table), timed.
+fn fresh_page_us() -> anyhow::Result<f64> {
+    const LEN: usize = 64 << 20;
+    // SAFETY: a fresh anonymous private mapping, written only within its length and unmapped
+    // before returning; nothing else refers to it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            LEN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            bail!("cannot map 64 MiB: {}", std::io::Error::last_os_error());
+        }
+        // Pages of 4 KiB, as the arenas' slots get (no huge pages).
+        libc::madvise(p, LEN, libc::MADV_NOHUGEPAGE);
+        let start = Instant::now();
+        for page in (0..LEN).step_by(4096) {
+            std::ptr::write_volatile(p.cast::<u8>().add(page), 1);
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / (LEN / 4096) as f64;
+        libc::munmap(p, LEN);
+        Ok(us)
+    }
+}
+
 /// The number of memory mappings of this process (Linux caps it at `vm.max_map_count`).
 fn mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count())
@@ -466,7 +517,7 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let system = system(args, &["counter"])?;
     let mut probe = system.probe("bench")?;
     let mut dead = system.subscribe_dead_letters();
-    let rss0 = rss_bytes();
+    let (rss0, tables0, faults0) = (rss_bytes(), page_table_bytes(), minor_faults());
     let maps0 = mappings();
     let start = Instant::now();
     for i in 0..n {
@@ -490,6 +541,8 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let total = start.elapsed().as_secs_f64();
     let rss = rss_bytes().saturating_sub(rss0);
     let live = answered.max(1);
+    let tables = page_table_bytes().saturating_sub(tables0) / live as u64;
+    let faults = minor_faults().saturating_sub(faults0) as f64 / live as f64;
     let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
     // Idle, each actor gives its fiber stack back within two sweeps (unless --keep-stacks).
     let idle_rss = match args.keep_stacks {
@@ -509,10 +562,17 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let scraping = Instant::now();
     let scraped = system.metrics(&mote_host::MetricsQuery::default()).len();
     let scrape_ms = scraping.elapsed().as_secs_f64() * 1e3;
+    // The floor under any spawn: the fresh memory an actor touches (its resident bytes right
+    // after its answer, and its page tables), at this machine's cost of a fresh page.
+    let page_us = fresh_page_us()?;
+    let fresh_pages = (rss / live as u64 + tables) as f64 / 4096.0;
+    let floor = args.threads as f64 * 1e6 / (fresh_pages * page_us);
     println!(
         "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
          spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} idle_rss_bytes_per_actor={} \
-         mappings_per_actor={maps:.2} metrics_scrape_ms={scrape_ms:.1} metrics_scrape_bytes={scraped}",
+         page_table_bytes_per_actor={tables} minor_faults_per_actor={faults:.1} fresh_page_us={page_us:.2} \
+         fresh_memory_floor_per_sec={floor:.0} mappings_per_actor={maps:.2} metrics_scrape_ms={scrape_ms:.1} \
+         metrics_scrape_bytes={scraped}",
         answered as f64 / total,
         rss / live as u64,
         idle_rss / live as u64
