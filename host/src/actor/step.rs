@@ -64,7 +64,9 @@ pub(crate) enum Effect {
     Later(Box<dyn Boxed>),
 }
 
-/// The write that must be durable before a step's effects are released.
+/// The write that must be durable before a step's effects are released. It may be under way
+/// before it is polled (the JetStream store runs it as a task of its own, so that a cell that
+/// stops polling it holds up no other writer).
 pub(crate) type Commit = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
 
 /// A step with something left to do once sealed: a write to await, effects to release.

@@ -522,7 +522,9 @@ macro_rules! capabilities {
             }
 
             /// What must be durable before the step's effects are released: the commits of the
-            /// capabilities that journal this actor, one after the other.
+            /// capabilities that journal this actor, awaited one after the other (a store's
+            /// write may be under way from when it is made: the JetStream store's is a task).
+            /// Only persistence journals today.
             pub(crate) fn seal(
                 &self,
                 states: &mut States,

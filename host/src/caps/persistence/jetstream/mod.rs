@@ -40,6 +40,11 @@
 //! - Recovery folds the latest checkpoint and every record after it, so every node rebuilds
 //!   the same state.
 //! - Reads and the lease block the calling worker for at most [`BLOCK_FOR`].
+//! - Every future that reaches the log runs as a task of the runtime, never polled by an
+//!   actor's cell: a cell awaits only the task's outcome. The log's lock hands itself to its
+//!   first waiter, polled or not, so a waiter on the actors' scheduler, whose workers may all be
+//!   blocked in [`BLOCK_FOR`] waits behind that lock, would stall every other user of the log
+//!   (a commit awaited by its cell did: `mote-bench durable` hung one run in two).
 
 mod record;
 
@@ -233,6 +238,17 @@ impl JetStream {
         });
         rx.recv_timeout(BLOCK_FOR)
             .map_err(|e| remote(what)(Box::new(e)))?
+    }
+
+    /// Runs `fut` as a task of the runtime at once; the future returned waits for its outcome
+    /// (see the module's invariants: what its caller polls never waits on the log itself).
+    fn on_runtime<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StorageError>> + Send + 'static {
+        let task = self.shared.runtime.spawn(fut);
+        async move { task.await.map_err(|e| remote(what)(Box::new(e)))? }
     }
 }
 
@@ -965,7 +981,8 @@ impl Backend for JetStream {
     fn ready(
         &self,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send + '_>> {
-        Box::pin(async { self.shared.log().await.map(|_| ()) })
+        let shared = self.shared.clone();
+        Box::pin(self.on_runtime("connect", async move { shared.log().await.map(|_| ()) }))
     }
 
     fn backlog(&self) -> Result<Backlog, StorageError> {
@@ -1089,7 +1106,11 @@ impl Backend for JetStream {
     }
 
     fn dormant(&self) -> std::pin::Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {
-        Box::pin(self.shared.dormant())
+        let shared = self.shared.clone();
+        let dormant = self.on_runtime("read the reminders due", async move {
+            Ok(shared.dormant().await)
+        });
+        Box::pin(async move { dormant.await.unwrap_or_default() })
     }
 
     fn allocate_outbox(&self, n: u64) -> u64 {
@@ -1101,10 +1122,9 @@ impl Backend for JetStream {
     }
 
     fn commit(&self, write: StepWrite) -> Commit {
-        let shared = self.shared.clone();
+        let committed = self.on_runtime("commit", self.shared.clone().commit(write));
         Box::pin(async move {
-            shared
-                .commit(write)
+            committed
                 .await
                 .map_err(|e| Box::new(e) as crate::error::BoxError)
         })
@@ -1112,9 +1132,14 @@ impl Backend for JetStream {
 
     fn acknowledge(&self, receipt: Receipt) -> Commit {
         let shared = self.shared.clone();
-        Box::pin(async move {
+        let settled = self.on_runtime("acknowledge", async move {
             shared.settle(receipt, true).await;
             Ok(())
+        });
+        Box::pin(async move {
+            settled
+                .await
+                .map_err(|e| Box::new(e) as crate::error::BoxError)
         })
     }
 
@@ -1133,8 +1158,12 @@ impl Backend for JetStream {
 
     fn flush(&self) -> Flushed<'_> {
         let shared = self.shared.clone();
-        Box::pin(async move {
+        let flushed = self.on_runtime("flush", async move {
             shared.write_settlements().await;
+            Ok(())
+        });
+        Box::pin(async move {
+            let _ = flushed.await;
         })
     }
 

@@ -321,3 +321,33 @@ async fn an_id_released_with_messages_pending_is_indexed_to_be_woken() {
     // Nobody writes it now: the waker of any node will find it once due.
     assert!(!log.writer_alive("m:p").await.unwrap());
 }
+
+/// A commit its cell stops polling (its worker blocked in a read, say) holds up no other user
+/// of the log: it runs as a task of the runtime (the module's invariant). Before, the cell
+/// polled the commit itself, the log's lock went to it, and nobody got the log again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_its_cell_stops_polling_holds_up_no_other_user_of_the_log() {
+    let server = NatsServer::start(&[]);
+    let node = JetStream {
+        shared: store(&server, "a", Duration::from_secs(30)),
+    };
+    let shared = node.shared.clone();
+    shared
+        .recover("m:p".into(), holder("/user/p"))
+        .await
+        .unwrap();
+    // Another user holds the log's lock for a moment.
+    let moment = shared.log.lock().await;
+    // The cell makes its step's commit and polls it once, then not again for a while.
+    let mut commit = node.commit(step("m:p", 1));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(commit.as_mut().poll(&mut cx).is_pending());
+    drop(moment);
+    // Meanwhile a recovery (the worker's read) gets the log, and the commit is written.
+    tokio::time::timeout(Duration::from_secs(10), shared.log())
+        .await
+        .expect("the log was held up by the unpolled commit")
+        .unwrap();
+    commit.await.unwrap();
+    assert_eq!(shared.steps.load(Ordering::Relaxed), 1);
+}
