@@ -560,11 +560,13 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let faults = minor_faults().saturating_sub(faults0) as f64 / live as f64;
     let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
     // Idle, each actor gives its fiber stack back within two sweeps (unless --keep-stacks).
+    // Waited for by the stacks given back now, not by the releases so far: an actor spawned
+    // early may have given its stack back before its message came, and taken it up again.
     let idle_rss = match args.keep_stacks {
         true => rss,
         false => {
             let waiting = Instant::now();
-            while system.stack_stats().releases < answered as u64 {
+            while system.stack_stats().released < answered {
                 if waiting.elapsed() > Duration::from_secs(30) {
                     bail!("the idle actors' stacks were not given back within 30 s");
                 }

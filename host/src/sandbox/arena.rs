@@ -293,10 +293,15 @@ impl Stacks {
         releasing.len()
     }
 
-    /// The live stacks and the releases so far.
+    /// The live stacks, how many of them are given back now, and the releases so far.
     pub(crate) fn stats(&self) -> StackStats {
+        let live = self.live();
         StackStats {
-            live: self.live().len(),
+            live: live.len(),
+            released: live
+                .values()
+                .filter(|s| s.state.load(Ordering::Acquire) == RELEASED)
+                .count(),
             releases: self.releases.load(Ordering::Relaxed),
         }
     }
@@ -310,12 +315,15 @@ fn lock_live(live: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
     live.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Fiber stacks of a host: how many are live, and how many times a sweep gave a parked one's
-/// pages back.
+/// Fiber stacks of a host: how many are live, how many of those hold no pages now, and how
+/// many times a sweep gave a parked one's pages back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StackStats {
     /// Fiber stacks held by stores (one per actor that made a call, at most).
     pub live: usize,
+    /// Live stacks whose pages are given back now (their owners idle since; counted by a
+    /// visit of every live stack).
+    pub released: usize,
     /// Parked stacks whose pages were given back, in all.
     pub releases: u64,
 }
@@ -611,12 +619,22 @@ mod tests {
             stacks.stats(),
             StackStats {
                 live: 1,
+                released: 1,
                 releases: 1
             }
         );
         // Released once: later sweeps leave it alone.
         assert_eq!(stacks.sweep(), 0);
         state.unpark();
+        // In use again: no longer counted as given back, though its release still counts.
+        assert_eq!(
+            stacks.stats(),
+            StackStats {
+                live: 1,
+                released: 0,
+                releases: 1
+            }
+        );
         // SAFETY: as in `touch`: the stack reads zeros where the call left 7.
         assert_eq!(unsafe { *(top as *const u8) }, 0);
         touch(&*stack);

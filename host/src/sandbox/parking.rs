@@ -187,6 +187,7 @@ mod tests {
             stacks.stats(),
             arena::StackStats {
                 live: 0,
+                released: 0,
                 releases: 1
             }
         );
