@@ -17,6 +17,15 @@ fn store(server: &NatsServer, node: &str, lease: Duration) -> Arc<Shared> {
     JetStream::new(config, tokio::runtime::Handle::current()).shared
 }
 
+/// A node `node` of `server` on which `pid`'s writer at `path` has recovered.
+async fn recovered(server: &NatsServer, node: &str, pid: &str, path: &str) -> JetStream {
+    let node = JetStream {
+        shared: store(server, node, Duration::from_secs(30)),
+    };
+    node.shared.recover(pid.into(), holder(path)).await.unwrap();
+    node
+}
+
 fn holder(path: &str) -> Address {
     Address {
         path: ActorPath::parse(path).expect("a path"),
@@ -116,14 +125,8 @@ async fn a_zombie_writers_commit_is_refused_by_the_log_itself() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumed_message_is_never_admitted_again_even_after_recovery() {
     let server = NatsServer::start(&[]);
-    let node = JetStream {
-        shared: store(&server, "a", Duration::from_secs(30)),
-    };
+    let node = recovered(&server, "a", "m:q", "/user/q").await;
     let shared = node.shared.clone();
-    shared
-        .recover("m:q".into(), holder("/user/q"))
-        .await
-        .unwrap();
     let msg = Numbered {
         sender: "m:p".into(),
         n: 3,
@@ -140,14 +143,7 @@ async fn a_consumed_message_is_never_admitted_again_even_after_recovery() {
     assert!(!node.admit("m:q", again), "a duplicate");
     // Also on another node that recovers the receiver.
     shared.release("m:q".into(), holder("/user/q")).await;
-    let other = JetStream {
-        shared: store(&server, "b", Duration::from_secs(30)),
-    };
-    other
-        .shared
-        .recover("m:q".into(), holder("/user/q"))
-        .await
-        .unwrap();
+    let other = recovered(&server, "b", "m:q", "/user/q").await;
     let there = other.import(&token).unwrap();
     assert!(!other.admit("m:q", there), "a duplicate there too");
     let next = Numbered { n: 4, ..msg };
@@ -160,14 +156,8 @@ async fn a_consumed_message_is_never_admitted_again_even_after_recovery() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_send_goes_again_until_it_is_acknowledged() {
     let server = NatsServer::start(&[]);
-    let node = JetStream {
-        shared: store(&server, "a", Duration::from_secs(30)),
-    };
+    let node = recovered(&server, "a", "m:p", "/user/p").await;
     let shared = node.shared.clone();
-    shared
-        .recover("m:p".into(), holder("/user/p"))
-        .await
-        .unwrap();
     let handle = node.allocate_outbox(1);
     let mut write = step("m:p", 1);
     write.outbox = vec![(
@@ -328,14 +318,8 @@ async fn an_id_released_with_messages_pending_is_indexed_to_be_woken() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_its_cell_stops_polling_holds_up_no_other_user_of_the_log() {
     let server = NatsServer::start(&[]);
-    let node = JetStream {
-        shared: store(&server, "a", Duration::from_secs(30)),
-    };
+    let node = recovered(&server, "a", "m:p", "/user/p").await;
     let shared = node.shared.clone();
-    shared
-        .recover("m:p".into(), holder("/user/p"))
-        .await
-        .unwrap();
     // Another user holds the log's lock for a moment.
     let moment = shared.log.lock().await;
     // The cell makes its step's commit and polls it once, then not again for a while.
