@@ -42,9 +42,10 @@
 //! - Reads and the lease block the calling worker for at most [`BLOCK_FOR`].
 //! - Every future that reaches the log runs as a task of the runtime, never polled by an
 //!   actor's cell: a cell awaits only the task's outcome. The log's lock hands itself to its
-//!   first waiter, polled or not, so a waiter on the actors' scheduler, whose workers may all be
-//!   blocked in [`BLOCK_FOR`] waits behind that lock, would stall every other user of the log
-//!   (a commit awaited by its cell did: `mote-bench durable` hung one run in two).
+//!   first waiter, polled or not. A waiter polled by the actors' scheduler, whose workers may
+//!   all be blocked (for up to [`BLOCK_FOR`]) in reads queued behind that same lock, would
+//!   stall every other user of the log (a commit awaited by its cell did: `mote-bench durable`
+//!   hung one run in two).
 
 mod record;
 
