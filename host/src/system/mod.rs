@@ -226,8 +226,9 @@ impl ActorSystem {
         self.modules.set_hibernation(name, after)
     }
 
-    /// The actors' fiber stacks: how many are live and how many times an idle one's pages
-    /// were given back (see [`HostConfig::release_idle_stacks`]).
+    /// The actors' fiber stacks: how many are live, how many of those are given back now, and
+    /// how many times an idle one's pages were given back (see
+    /// [`HostConfig::release_idle_stacks`]).
     pub fn stack_stats(&self) -> StackStats {
         self.stacks.stats()
     }
