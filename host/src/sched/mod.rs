@@ -16,6 +16,10 @@
 //! - A worker that runs out of work **spins briefly** (yielding its core to others between
 //!   spins), then parks. Work that lands in a local queue while another worker sleeps wakes
 //!   that worker, so surplus is shared; the LIFO slot wakes nobody.
+//! - A task may **linger** (`linger.rs`): wait on its worker, inside a guest call, for what the
+//!   task in the LIFO slot is about to send it. A worker ends the lingers on it before it runs
+//!   dry and after a bounded number of polls, so a worker never sleeps with a lingering task,
+//!   and a lingering task never holds up others for long.
 //!
 //! Invariants (tested below):
 //! - **Fairness.** A task woken while it runs (an epoch yield, a cell's throughput batch)
@@ -32,7 +36,10 @@
 //! - **Exit.** Workers leave once the scheduler is closed and no task is live; tasks still
 //!   queued then are dropped unpolled.
 
+mod linger;
 mod task;
+
+pub(crate) use self::linger::{Linger, Wait, can_linger};
 
 use std::cell::{Cell, OnceCell};
 use std::future::Future;
@@ -209,6 +216,12 @@ impl Shared {
     fn enqueue(&self, task: Arc<Task>, slot: Slot) {
         let task = LOCAL.with(|local| match local.get() {
             Some(local) if std::ptr::eq(Arc::as_ptr(&local.shared), self) => {
+                if linger::ending() {
+                    // An ended linger waits behind this worker's own work, and wakes nobody:
+                    // what it has left to do is return.
+                    local.queue.push(task);
+                    return None;
+                }
                 let surplus = match slot {
                     Slot::Lifo => local.lifo.replace(Some(task)),
                     Slot::Queue => Some(task),
@@ -274,6 +287,7 @@ impl Sleeper {
 
 /// A worker's life: run what it finds, sleep when there is nothing, leave when finished.
 fn work(local: Local) {
+    linger::enter(local.index, local.queue.stealer());
     LOCAL.with(|slot| {
         if slot.set(local).is_ok()
             && let Some(local) = slot.get()
@@ -291,12 +305,18 @@ impl Local {
             picks = picks.wrapping_add(1);
             let task = self.next(picks, &mut lifo_run);
             let Some(task) = task else {
+                // Run dry: the tasks lingering here go on first (they stop lingering).
+                if linger::run_dry() {
+                    continue;
+                }
                 if !self.idle() {
                     break;
                 }
                 continue;
             };
-            if task.run() == Outcome::Yielded {
+            let outcome = task.run();
+            linger::polled();
+            if outcome == Outcome::Yielded {
                 // A task that yields may have run a whole time slice: work from outside, which
                 // the pick count alone would reach only after many such slices, goes first.
                 if let Some(outside) = self.take_injected() {
@@ -307,6 +327,7 @@ impl Local {
             }
         }
         // Closed with nothing live: whatever is still queued never runs.
+        linger::leave();
         while let Some(task) = self.queue.pop() {
             task.cancel();
         }
@@ -417,7 +438,7 @@ impl Local {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, mpsc};
     use std::time::{Duration, Instant};
@@ -426,7 +447,7 @@ mod tests {
 
     const DEADLINE: Duration = Duration::from_secs(20);
 
-    fn scheduler(workers: usize) -> (tokio::runtime::Runtime, Scheduler) {
+    pub(crate) fn scheduler(workers: usize) -> (tokio::runtime::Runtime, Scheduler) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
