@@ -41,14 +41,46 @@ async fn a_queued_burst_is_pulled_within_calls_and_handled_in_order() {
     // One call per batch of the worker's share (64 messages): the rest were pulled.
     assert!(stats.pulled >= 150, "{stats:?}");
     // The metrics count them too, per module.
-    let metrics = system.metrics(&mote_host::MetricsQuery::default());
-    let series = "mote_module_messages_pulled_total{module=\"lanes\"} ";
-    let line = metrics.lines().find(|l| l.starts_with(series));
-    let pulled: f64 = line
-        .and_then(|l| l[series.len()..].parse().ok())
-        .expect(series);
-    assert_eq!(pulled, stats.pulled as f64, "{metrics}");
+    assert_eq!(module_pulled(&system, "lanes"), stats.pulled as f64);
     system.shutdown().await.unwrap();
+}
+
+/// The messages the actors of `module` pulled, from the metrics.
+fn module_pulled(system: &mote_host::ActorSystem, module: &str) -> f64 {
+    let metrics = system.metrics(&mote_host::MetricsQuery::default());
+    let series = format!("mote_module_messages_pulled_total{{module=\"{module}\"}} ");
+    let line = metrics.lines().find(|l| l.starts_with(&series));
+    line.and_then(|l| l[series.len()..].parse().ok())
+        .unwrap_or_else(|| panic!("{series} in {metrics}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_reply_pair_plays_inside_its_calls_unless_lingering_is_off() {
+    for linger in [true, false] {
+        let mut config = HostConfig::new();
+        config.linger(linger);
+        let system = system_configured(config, &["pingpong"]);
+        let mut probe = system.probe("p").unwrap();
+        system.spawn("pong", "pingpong", b"pong /system/p").unwrap();
+        system
+            .spawn("ping", "pingpong", b"ping /user/pong 2000 /system/p")
+            .unwrap();
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            let report = next_report(&mut probe).await;
+            counts.push((report.label, report.value));
+        }
+        counts.sort();
+        assert_eq!(counts, [("pings".into(), 2000), ("pongs".into(), 2000)]);
+        // No burst ever queues in ping-pong: only a call that waits for the reply pulls it.
+        let pulled = module_pulled(&system, "pingpong");
+        if linger {
+            assert!(pulled >= 1000.0, "{pulled} of 4,001 messages pulled");
+        } else {
+            assert_eq!(pulled, 0.0, "without lingering every message is a call");
+        }
+        system.shutdown().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,6 +100,10 @@ struct Args {
     /// measure what pulling gains in the same run.
     #[arg(long)]
     no_pull: bool,
+    /// A pulling call with nothing queued returns at once instead of waiting on its worker
+    /// (`HostConfig::linger`), to measure what lingering gains in the same run.
+    #[arg(long)]
+    no_linger: bool,
     /// Keep idle actors' fiber stacks (`HostConfig::release_idle_stacks(None)`), to measure
     /// what giving them back saves and costs in the same run.
     #[arg(long)]
@@ -288,6 +292,7 @@ fn system_with(
     config.perf_map(args.perf_map);
     config.meter_cpu(args.metrics);
     config.pulled_receive(!args.no_pull);
+    config.linger(!args.no_linger);
     if args.keep_stacks {
         config.release_idle_stacks(None);
     }

@@ -12,6 +12,7 @@ use crate::quota::Quotas;
 pub struct HostConfig {
     pub(crate) throughput: usize,
     pub(crate) pulled_receive: bool,
+    pub(crate) linger: bool,
     pub(crate) workers: usize,
     pub(crate) epoch_interruption: bool,
     pub(crate) epoch_tick: Duration,
@@ -49,6 +50,7 @@ impl Default for HostConfig {
         HostConfig {
             throughput: 64,
             pulled_receive: true,
+            linger: true,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             epoch_interruption: true,
             epoch_tick: Duration::from_millis(10),
@@ -101,6 +103,14 @@ impl HostConfig {
     /// every message costs a call of its own, as with the other SDKs.
     pub fn pulled_receive(&mut self, on: bool) -> &mut Self {
         self.pulled_receive = on;
+        self
+    }
+
+    /// Whether a pulling actor's call, with nothing queued, waits on its worker for its next
+    /// message while the worker runs others (default on; see `sched::linger`): a request/reply
+    /// pair then stays inside its calls. Off, the call returns at once.
+    pub fn linger(&mut self, on: bool) -> &mut Self {
+        self.linger = on;
         self
     }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::mailbox::ActorRef;
-use super::pull::Pull;
+use super::pull::{self, Pull};
 use super::step::Step;
 use super::supervisor::Supervisor;
 use crate::address::Address;
@@ -65,6 +65,9 @@ pub(crate) struct ActorCore {
     pub(crate) meter: Meter,
     /// The lane lent to the current call for a pulled receive, if it was (see `actor::pull`).
     pub(crate) pull: Option<Box<Pull>>,
+    /// The key of the path it sent to last ([`pull::path_key`]): a message from there is
+    /// likely a reply, which its call may linger for.
+    pub(crate) sent_to: u64,
 }
 
 /// Why a message from an actor was refused.
@@ -152,6 +155,7 @@ impl ActorCore {
             step: Step::default(),
             meter,
             pull: None,
+            sent_to: 0,
         }
     }
 
@@ -219,6 +223,7 @@ impl ActorCore {
     /// Sends `envelope` now, or when the step commits.
     pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
         self.stats.sent.bump();
+        self.sent_to = pull::path_key(path);
         self.step.send(&self.kernel, path, incarnation, envelope);
     }
 

@@ -19,17 +19,17 @@ pub(crate) fn link(linker: &mut Linker<ActorState>) -> wasmtime::Result<()> {
 }
 
 impl inbox::Host for ActorState {
-    fn next(&mut self) -> Option<Vec<u8>> {
+    async fn next(&mut self) -> Option<Vec<u8>> {
         let ActorState { core, caps, set } = self;
         let mut pull = core.pull.take()?;
-        let next = hand_over(&mut pull, core, caps, set);
+        let next = hand_over(&mut pull, core, caps, set).await;
         core.pull = Some(pull);
         next
     }
 }
 
 /// Closes the message being handled and hands over the next one, packed, if the host may.
-fn hand_over(
+async fn hand_over(
     pull: &mut Pull,
     core: &mut ActorCore,
     states: &mut States,
@@ -50,7 +50,7 @@ fn hand_over(
         pull.close_with(sealed);
         return None;
     }
-    let mut envelope = pull.take()?;
+    let mut envelope = pull.linger().await?;
     core.stats.received.bump();
     core.stats.pulled.bump();
     core.meter.begin_call();

@@ -211,6 +211,21 @@ impl<T> LanePeer<T> {
     pub(crate) fn is_empty(&self) -> bool {
         self.shared.lock().queue.is_empty()
     }
+
+    /// Has `waker` woken by the next send (or the lane's close) if nothing is queued now, in
+    /// the receiver's stead: true if it waits, false if something is queued (or the lane is
+    /// closed) already.
+    pub(crate) fn wait(&self, waker: &Waker) -> bool {
+        let mut state = self.shared.lock();
+        if !state.queue.is_empty() || state.closed {
+            return false;
+        }
+        match &mut state.waker {
+            Some(stored) => stored.clone_from(waker),
+            none => *none = Some(waker.clone()),
+        }
+        true
+    }
 }
 
 impl<T> Drop for LaneReceiver<T> {

@@ -19,6 +19,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::task::Waker;
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
@@ -437,6 +438,7 @@ impl Mailbox {
     pub(crate) fn lend(&self) -> Lent {
         Lent {
             user: self.user.peer(),
+            urgent: self.urgent.peer(),
             system: self.system.peer(),
             depth: self.depth.clone(),
             taken: 0,
@@ -457,6 +459,7 @@ impl Mailbox {
 /// order holds as if the cell took it).
 pub(crate) struct Lent {
     user: LanePeer<UserMsg>,
+    urgent: LanePeer<UserMsg>,
     system: LanePeer<SystemMsg>,
     depth: Arc<Depth>,
     /// Messages taken through it.
@@ -484,6 +487,12 @@ impl Lent {
     /// Messages taken through it.
     pub(crate) fn taken(&self) -> u32 {
         self.taken
+    }
+
+    /// Has `waker` woken by the next message on any lane, if all three are empty now: true if
+    /// it waits, false if something is queued already (then `next_if` or the cell takes it).
+    pub(crate) fn wait(&self, waker: &Waker) -> bool {
+        self.system.wait(waker) && self.urgent.wait(waker) && self.user.wait(waker)
     }
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod pulled {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "inbox-world",
+        imports: { default: async },
     });
 }
 

@@ -59,7 +59,7 @@ use crate::kernel::{Kernel, Pending, TERMINATED_KIND};
 use crate::message::{Envelope, Receipt, StopReason};
 use crate::sandbox::image::ImageError;
 use crate::sandbox::parking::{self, Parking};
-use crate::sched::Scheduler;
+use crate::sched::{self, Scheduler};
 use crate::trace;
 
 /// Everything a new cell needs to run: an actor whose path and mailbox are claimed.
@@ -162,6 +162,8 @@ struct Cell {
     passivated: bool,
     /// Cleared while its parent has it deactivated: it handles no user message.
     active: bool,
+    /// Whether its calls may linger for their next message now.
+    lingering: pull::Lingering,
     /// Its count of live descendants (and its ancestors').
     lineage: Arc<Lineage>,
     /// Its place among its ancestors' descendants, held until the cell ends.
@@ -216,6 +218,7 @@ impl Cell {
             dormant: None,
             passivated: false,
             active: true,
+            lingering: pull::Lingering::default(),
             restoring: spec.restoring,
             departing: None,
         }
@@ -536,6 +539,8 @@ impl Cell {
     /// Handles messages until something ends this stretch.
     async fn serve(&mut self) -> Exit {
         let throughput = self.kernel.config.throughput;
+        // Messages handled since the last wait, which the next batch counts as its own.
+        let mut carried = 0;
         loop {
             if !self.active {
                 // Deactivated by its parent: only the system lane is served meanwhile.
@@ -554,7 +559,7 @@ impl Cell {
                 }
                 continue;
             }
-            let mut handled = 0;
+            let mut handled = std::mem::take(&mut carried);
             while handled < throughput {
                 if let Some(exit) = self.drain_system().await {
                     return exit;
@@ -644,11 +649,16 @@ impl Cell {
                     continue;
                 }
             };
-            // Taken outside the batch: it pulls nothing, so the batch that follows keeps its
-            // whole share.
-            if let Some(exit) = self.handle_user(envelope, 0, &mut 0).await {
+            // Taken at the wait: it and what its call pulls count in the batch that follows.
+            let budget = match self.kernel.config.pulled_receive {
+                true => u32::try_from(throughput.saturating_sub(1)).unwrap_or(u32::MAX),
+                false => 0,
+            };
+            let mut pulled = 0;
+            if let Some(exit) = self.handle_user(envelope, budget, &mut pulled).await {
                 return exit;
             }
+            carried = 1 + pulled as usize;
         }
     }
 
@@ -807,22 +817,34 @@ impl Cell {
             // its largest state per message); the span times the handling and names its parent.
             let mut span = trace::handling(&self.me.address, &self.module.name, &mut envelope);
             state.core.stats.received.bump();
+            let sent_to = state.core.sent_to;
             // The call may pull what is queued after this message, if nothing else is due first.
             // Its span goes with the lent lane: the first pull ends it, as a return would.
-            let lend = (receipt.is_none()
-                && budget > 0
-                && instance.pulls()
-                && self.deferred.is_empty()
-                && self.mailbox.queued() >= pull::BURST)
-                .then(|| {
-                    Pull::new(
-                        self.mailbox.lend(),
-                        budget,
-                        std::mem::replace(&mut span, tracing::Span::none()),
-                    )
-                });
+            let lend =
+                receipt.is_none() && budget > 0 && instance.pulls() && self.deferred.is_empty();
+            // It may wait for its next message on its worker (see `sched::linger`).
+            // Only for a likely reply (from where it sent last: a request/reply pair), whose
+            // answer is likely the next message.
+            let reply = envelope
+                .sender
+                .as_ref()
+                .is_some_and(|s| pull::path_key(s.path.as_str()) == sent_to);
+            let linger = lend
+                && reply
+                && self.kernel.config.linger
+                && sched::can_linger()
+                && self.lingering.may();
+            let lend = (lend && (linger || self.mailbox.queued() >= pull::BURST)).then(|| {
+                Pull::new(
+                    self.mailbox.lend(),
+                    budget,
+                    std::mem::replace(&mut span, tracing::Span::none()),
+                    linger,
+                )
+            });
             let received = instance.receive(envelope, lend).await;
             if let Some(pull) = instance.take_pull() {
+                self.lingering.went(pull.lingered());
                 let (lent, last, sealed) = pull.end();
                 *pulled = lent.taken();
                 self.mailbox.give_back(lent);
