@@ -579,10 +579,7 @@ impl Cell {
                     },
                 };
                 // What the call may pull after this message, within the batch's share.
-                let budget = match self.kernel.config.pulled_receive {
-                    true => u32::try_from(throughput - handled - 1).unwrap_or(u32::MAX),
-                    false => 0,
-                };
+                let budget = self.pull_budget(throughput - handled);
                 let mut pulled = 0;
                 if let Some(exit) = self.handle_user(envelope, budget, &mut pulled).await {
                     return exit;
@@ -650,15 +647,21 @@ impl Cell {
                 }
             };
             // Taken at the wait: it and what its call pulls count in the batch that follows.
-            let budget = match self.kernel.config.pulled_receive {
-                true => u32::try_from(throughput.saturating_sub(1)).unwrap_or(u32::MAX),
-                false => 0,
-            };
+            let budget = self.pull_budget(throughput);
             let mut pulled = 0;
             if let Some(exit) = self.handle_user(envelope, budget, &mut pulled).await {
                 return exit;
             }
             carried = 1 + pulled as usize;
+        }
+    }
+
+    /// What a call may pull after its message when `left` of the batch's share is left, that
+    /// message included: nothing if pulled receive is off.
+    fn pull_budget(&self, left: usize) -> u32 {
+        match self.kernel.config.pulled_receive {
+            true => u32::try_from(left.saturating_sub(1)).unwrap_or(u32::MAX),
+            false => 0,
         }
     }
 
