@@ -825,16 +825,15 @@ impl Cell {
             // Its span goes with the lent lane: the first pull ends it, as a return would.
             let lend =
                 receipt.is_none() && budget > 0 && instance.pulls() && self.deferred.is_empty();
-            // It may wait for its next message on its worker (see `sched::linger`).
-            // Only for a likely reply (from where it sent last: a request/reply pair), whose
-            // answer is likely the next message.
-            let reply = envelope
-                .sender
-                .as_ref()
-                .is_some_and(|s| pull::path_key(s.path.as_str()) == sent_to);
+            // It may wait for its next message on its worker (see `sched::linger`), only for a
+            // likely reply (from where it sent last: a request/reply pair), whose answer is
+            // likely the next message. The sender's key is computed only for a call that lends.
             let linger = lend
-                && reply
                 && self.kernel.config.linger
+                && envelope
+                    .sender
+                    .as_ref()
+                    .is_some_and(|s| pull::path_key(s.path.as_str()) == sent_to)
                 && sched::can_linger()
                 && self.lingering.may();
             let lend = (lend && (linger || self.mailbox.queued() >= pull::BURST)).then(|| {
