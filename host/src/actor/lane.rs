@@ -46,6 +46,16 @@ struct State<T> {
     waker: Option<Waker>,
 }
 
+impl<T> State<T> {
+    /// Has `waker` woken by the next send (a clone only if a different task waits now).
+    fn wait(&mut self, waker: &Waker) {
+        match &mut self.waker {
+            Some(stored) if stored.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+    }
+}
+
 impl<T> Shared<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -153,10 +163,7 @@ impl<T> LaneReceiver<T> {
                 Err(TryRecvError::Disconnected) => return Poll::Ready(None),
                 Err(TryRecvError::Empty) => {}
             }
-            match &mut state.waker {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                slot => *slot = Some(cx.waker().clone()),
-            }
+            state.wait(cx.waker());
             Poll::Pending
         })
         .await
@@ -220,10 +227,7 @@ impl<T> LanePeer<T> {
         if !state.queue.is_empty() || state.closed {
             return false;
         }
-        match &mut state.waker {
-            Some(stored) => stored.clone_from(waker),
-            none => *none = Some(waker.clone()),
-        }
+        state.wait(waker);
         true
     }
 }
