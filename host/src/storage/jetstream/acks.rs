@@ -4,6 +4,8 @@
 //! Invariants (tested in `tests`):
 //! - An acknowledgement is stored before `acknowledge` returns, and a node's subscription
 //!   hears every one published while it listens (a JetStream subject is also a core subject).
+//! - A purge below a sequence removes only the acknowledgements stored before it: one stored
+//!   after a writer read them is kept for the next.
 //! - `next_prefix` never returns the same prefix twice in a namespace.
 
 use std::sync::atomic::Ordering;
@@ -56,14 +58,20 @@ impl Log {
         Ok((out, last))
     }
 
-    /// Removes every stored acknowledgement of `pid`'s sends: once its writer has recorded them.
-    /// One that lands meanwhile and is lost costs a resend, which its receiver drops and
+    /// Removes the stored acknowledgements of `pid`'s sends whose stream sequence is below
+    /// `below`: those its writer has recorded. One published later stays for the next writer;
+    /// one published earlier but never recorded costs a resend, which its receiver drops and
     /// acknowledges again.
-    pub(crate) async fn purge_acknowledgements(&self, pid: &str) -> Result<(), JetStreamError> {
+    pub(crate) async fn purge_acknowledgements(
+        &self,
+        pid: &str,
+        below: u64,
+    ) -> Result<(), JetStreamError> {
         let (subject, stream) = self.subject(pid)?;
         stream
             .purge()
             .filter(format!("{subject}.acks"))
+            .sequence(below)
             .await
             .map_err(|e| JetStreamError::failed("purging acknowledgements", e))?;
         Ok(())

@@ -320,6 +320,34 @@ async fn a_purge_below_a_sequence_keeps_the_tail_and_a_full_purge_starts_over() 
 }
 
 #[tokio::test]
+async fn an_acknowledgement_purge_keeps_those_stored_after_its_sequence_and_the_records() {
+    let server = NatsServer::start(&[]);
+    let log = open(&server, "a").await;
+    let pid = "/user/sender/1";
+    log.acknowledge(pid, 1).await.expect("acknowledge");
+    let records = append_all(&log, pid, &[b"step"]).await;
+    log.acknowledge(pid, 2).await.expect("acknowledge");
+    let (acks, last) = log.acknowledgements(pid).await.expect("read");
+    assert_eq!(acks, [1, 2]);
+    assert!(last > records[0], "the second is stored after the record");
+
+    // A checkpoint of the record purges what was stored before it, not what came since.
+    log.purge_acknowledgements(pid, records[0])
+        .await
+        .expect("purge");
+    assert_eq!(log.acknowledgements(pid).await.expect("read").0, [2]);
+    assert_eq!(
+        log.read(pid, 0, 10).await.expect("read").len(),
+        1,
+        "records stay"
+    );
+    log.purge_acknowledgements(pid, last + 1)
+        .await
+        .expect("purge");
+    assert!(log.acknowledgements(pid).await.expect("read").0.is_empty());
+}
+
+#[tokio::test]
 async fn a_read_whose_rest_is_purged_meanwhile_ends() {
     let server = NatsServer::start(&[]);
     let log = open(&server, "a").await;

@@ -407,7 +407,7 @@ impl Shared {
             if moved && attempts < 5 {
                 continue;
             }
-            let (acks, _) = log
+            let (acks, heard) = log
                 .acknowledgements(&pid)
                 .await
                 .map_err(|e| remote("read the acknowledgements")(Box::new(e)))?;
@@ -430,13 +430,16 @@ impl Shared {
             {
                 Ok(seq) => {
                     state.apply(&fence_record);
-                    let log = log.clone();
-                    let pid = pid.clone();
-                    self.runtime.spawn(async move {
-                        if let Err(e) = log.purge_acknowledgements(&pid).await {
-                            tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
-                        }
-                    });
+                    // Only those read go: one stored since is for the next writer.
+                    if heard > 0 {
+                        let log = log.clone();
+                        let pid = pid.clone();
+                        self.runtime.spawn(async move {
+                            if let Err(e) = log.purge_acknowledgements(&pid, heard + 1).await {
+                                tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
+                            }
+                        });
+                    }
                     break (state, seq);
                 }
                 Err(AppendError::Conflict { .. }) if attempts < 5 => continue,
@@ -708,9 +711,10 @@ impl Shared {
                         {
                             tracing::debug!(%pid, error = %crate::error::chain(&e), "records not purged");
                         }
-                        // Acknowledgements heard are in the writer's records (or, lost, will
-                        // come again: a resend is dropped and acknowledged anew).
-                        if let Err(e) = log.purge_acknowledgements(&pid).await {
+                        // Acknowledgements stored before the checkpointed record are in the
+                        // writer's records (or, lost, will come again: a resend is dropped and
+                        // acknowledged anew). Later ones stay for whoever writes next.
+                        if let Err(e) = log.purge_acknowledgements(&pid, covered).await {
                             tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
                         }
                     }
