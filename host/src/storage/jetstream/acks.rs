@@ -61,12 +61,16 @@ impl Log {
     /// Removes the stored acknowledgements of `pid`'s sends whose stream sequence is below
     /// `below`: those its writer has recorded. One published later stays for the next writer;
     /// one published earlier but never recorded costs a resend, which its receiver drops and
-    /// acknowledges again.
+    /// acknowledges again. Below 1 there is nothing to purge (and a JetStream purge with
+    /// sequence 0 would take every one).
     pub(crate) async fn purge_acknowledgements(
         &self,
         pid: &str,
         below: u64,
     ) -> Result<(), JetStreamError> {
+        if below <= 1 {
+            return Ok(());
+        }
         let (subject, stream) = self.subject(pid)?;
         stream
             .purge()

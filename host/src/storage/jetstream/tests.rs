@@ -331,6 +331,11 @@ async fn an_acknowledgement_purge_keeps_those_stored_after_its_sequence_and_the_
     assert_eq!(acks, [1, 2]);
     assert!(last > records[0], "the second is stored after the record");
 
+    // Below the first sequence there is nothing to purge.
+    for below in [0, 1] {
+        log.purge_acknowledgements(pid, below).await.expect("purge");
+        assert_eq!(log.acknowledgements(pid).await.expect("read").0, [1, 2]);
+    }
     // A checkpoint of the record purges what was stored before it, not what came since.
     log.purge_acknowledgements(pid, records[0])
         .await

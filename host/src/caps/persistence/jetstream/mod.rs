@@ -431,15 +431,13 @@ impl Shared {
                 Ok(seq) => {
                     state.apply(&fence_record);
                     // Only those read go: one stored since is for the next writer.
-                    if heard > 0 {
-                        let log = log.clone();
-                        let pid = pid.clone();
-                        self.runtime.spawn(async move {
-                            if let Err(e) = log.purge_acknowledgements(&pid, heard + 1).await {
-                                tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
-                            }
-                        });
-                    }
+                    let log = log.clone();
+                    let pid = pid.clone();
+                    self.runtime.spawn(async move {
+                        if let Err(e) = log.purge_acknowledgements(&pid, heard + 1).await {
+                            tracing::debug!(%pid, error = %crate::error::chain(&e), "acknowledgements not purged");
+                        }
+                    });
                     break (state, seq);
                 }
                 Err(AppendError::Conflict { .. }) if attempts < 5 => continue,
