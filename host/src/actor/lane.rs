@@ -19,6 +19,10 @@
 //! - A peer (the end a pulled receive takes through) takes only the oldest message, in the same
 //!   order, and its drop leaves the lane open.
 //! - A lane that never held two messages at once holds room for one.
+//! - Finding a lane empty takes no lock: `queued` mirrors the queue's length, written under the
+//!   lock at every push and pop. A receiver that reads 0 saw a moment when nothing was queued,
+//!   as it would have under the lock; one that reads more takes the lock to take it. Waiting
+//!   always takes the lock, so a send is never missed by a waiter.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -38,6 +42,8 @@ pub(crate) enum TryRecvError {
 struct Shared<T> {
     state: Mutex<State<T>>,
     senders: AtomicUsize,
+    /// The queue's length as of its last push or pop (see the invariants).
+    queued: AtomicUsize,
 }
 
 struct State<T> {
@@ -60,6 +66,16 @@ impl<T> Shared<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Whether nothing was queued at the last push or pop, read without the lock.
+    fn seems_empty(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
+    }
+
+    /// Records the queue's length after a push or pop, under the lock.
+    fn count(&self, state: &State<T>) {
+        self.queued.store(state.queue.len(), Ordering::Release);
+    }
 }
 
 /// A sending handle; clones share the lane.
@@ -70,6 +86,8 @@ pub(crate) struct LaneSender<T> {
 /// The one receiving handle.
 pub(crate) struct LaneReceiver<T> {
     shared: Arc<Shared<T>>,
+    /// Whether it closed the lane (only it does).
+    closed: bool,
 }
 
 /// A new, empty, open lane.
@@ -81,12 +99,16 @@ pub(crate) fn lane<T>() -> (LaneSender<T>, LaneReceiver<T>) {
             waker: None,
         }),
         senders: AtomicUsize::new(1),
+        queued: AtomicUsize::new(0),
     });
     (
         LaneSender {
             shared: shared.clone(),
         },
-        LaneReceiver { shared },
+        LaneReceiver {
+            shared,
+            closed: false,
+        },
     )
 }
 
@@ -102,6 +124,7 @@ impl<T> LaneSender<T> {
             state.queue.reserve_exact(1);
         }
         state.queue.push_back(value);
+        self.shared.count(&state);
         let waker = state.waker.take();
         drop(state);
         if let Some(waker) = waker {
@@ -140,13 +163,22 @@ impl<T> std::fmt::Debug for LaneSender<T> {
 impl<T> LaneReceiver<T> {
     /// Takes the oldest message, if any.
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        if self.shared.seems_empty()
+            && !self.closed
+            && self.shared.senders.load(Ordering::Acquire) > 0
+        {
+            return Err(TryRecvError::Empty);
+        }
         self.take(&mut self.shared.lock())
     }
 
     /// The oldest message, or why there is none, from the locked state.
     fn take(&self, state: &mut State<T>) -> Result<T, TryRecvError> {
         match state.queue.pop_front() {
-            Some(value) => Ok(value),
+            Some(value) => {
+                self.shared.count(state);
+                Ok(value)
+            }
             None if state.closed || self.shared.senders.load(Ordering::Acquire) == 0 => {
                 Err(TryRecvError::Disconnected)
             }
@@ -183,6 +215,7 @@ impl<T> LaneReceiver<T> {
 
     /// Refuses later sends; what is queued can still be taken.
     pub(crate) fn close(&mut self) {
+        self.closed = true;
         self.shared.lock().closed = true;
     }
 }
@@ -207,22 +240,30 @@ impl<T> LanePeer<T> {
     /// Takes the oldest message if there is one and `pass` accepts it; else leaves the lane as
     /// it was.
     pub(crate) fn take_if(&self, pass: impl FnOnce(&T) -> bool) -> Option<T> {
+        if self.shared.seems_empty() {
+            return None;
+        }
         let mut state = self.shared.lock();
-        match state.queue.front() {
+        let taken = match state.queue.front() {
             Some(value) if pass(value) => state.queue.pop_front(),
             _ => None,
-        }
+        };
+        self.shared.count(&state);
+        taken
     }
 
     /// Whether nothing is queued now.
     pub(crate) fn is_empty(&self) -> bool {
-        self.shared.lock().queue.is_empty()
+        self.shared.seems_empty()
     }
 
     /// Has `waker` woken by the next send (or the lane's close) if nothing is queued now, in
     /// the receiver's stead: true if it waits, false if something is queued (or the lane is
     /// closed) already.
     pub(crate) fn wait(&self, waker: &Waker) -> bool {
+        if !self.shared.seems_empty() {
+            return false;
+        }
         let mut state = self.shared.lock();
         if !state.queue.is_empty() || state.closed {
             return false;
@@ -240,7 +281,9 @@ impl<T> Drop for LaneReceiver<T> {
             let mut state = self.shared.lock();
             state.closed = true;
             state.waker = None;
-            std::mem::take(&mut state.queue)
+            let queued = std::mem::take(&mut state.queue);
+            self.shared.count(&state);
+            queued
         };
         drop(queued);
     }
@@ -278,6 +321,40 @@ mod tests {
         let taken: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         assert_eq!(taken, (0..100).collect::<Vec<_>>());
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    }
+
+    #[test]
+    fn an_empty_lane_is_seen_empty_without_its_lock_and_a_queued_message_is_still_taken() {
+        let (tx, mut rx) = lane::<u32>();
+        let peer = rx.peer();
+        let (done, finished) = std::sync::mpsc::channel();
+        let shared = rx.shared.clone();
+        {
+            // Another thread holds the lock: a look that took it would not come back.
+            let held = shared.lock();
+            let looking = std::thread::spawn(move || {
+                let empty = (rx.try_recv(), peer.is_empty(), peer.take_if(|_| true));
+                done.send(()).unwrap();
+                (rx, peer, empty)
+            });
+            finished
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("a look at an empty lane waited for its lock");
+            let (mut rx, peer, empty) = looking.join().unwrap();
+            assert_eq!(empty, (Err(TryRecvError::Empty), true, None));
+            drop(held);
+            tx.send(7).unwrap();
+            assert!(!peer.is_empty());
+            let (_, waker) = flag();
+            assert!(!peer.wait(&waker), "a queued message is not waited for");
+            assert_eq!(peer.take_if(|_| true), Some(7));
+            assert!(peer.is_empty(), "taking the last message empties the lane");
+            tx.send(8).unwrap();
+            assert_eq!(rx.try_recv(), Ok(8));
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+            rx.close();
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+        }
     }
 
     #[test]
