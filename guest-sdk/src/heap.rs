@@ -9,6 +9,10 @@
 //! `__heap_base` (the end of the data) on, in small steps, each ending at a 4 KiB boundary, and
 //! grows the memory only past its current end. A small heap then shares the data's last page.
 //!
+//! In front of dlmalloc, freed blocks of up to 128 bytes are kept per size class and handed
+//! out again (`small_blocks`): a message's buffer, sender path and kind cost a few instructions
+//! each instead of a trip through dlmalloc's bins.
+//!
 //! Off with the SDK's default feature `heap` (`default-features = false`), for an actor that
 //! brings its own `#[global_allocator]`. A `wasm32-wasip2` build never uses it: wasi-libc's
 //! malloc already starts at `__heap_base`.
@@ -25,6 +29,8 @@ use core::cell::UnsafeCell;
 use core::ptr;
 
 use dlmalloc::{Allocator, Dlmalloc};
+
+use crate::small_blocks::{Backing, Cached};
 
 /// Bytes of a wasm page, the unit of `memory.grow`.
 const WASM_PAGE: usize = 64 * 1024;
@@ -108,8 +114,33 @@ unsafe impl Allocator for System {
     }
 }
 
-/// The global allocator: dlmalloc over [`System`].
-pub struct Heap(UnsafeCell<Dlmalloc<System>>);
+// SAFETY: dlmalloc's own contract, which `Backing`'s restates.
+impl Backing for Dlmalloc<System> {
+    unsafe fn malloc(&mut self, size: usize, align: usize) -> *mut u8 {
+        unsafe { Dlmalloc::malloc(self, size, align) }
+    }
+
+    unsafe fn calloc(&mut self, size: usize, align: usize) -> *mut u8 {
+        unsafe { Dlmalloc::calloc(self, size, align) }
+    }
+
+    unsafe fn free(&mut self, ptr: *mut u8, size: usize, align: usize) {
+        unsafe { Dlmalloc::free(self, ptr, size, align) }
+    }
+
+    unsafe fn realloc(
+        &mut self,
+        ptr: *mut u8,
+        size: usize,
+        align: usize,
+        new_size: usize,
+    ) -> *mut u8 {
+        unsafe { Dlmalloc::realloc(self, ptr, size, align, new_size) }
+    }
+}
+
+/// The global allocator: small-block free lists in front of dlmalloc over [`System`].
+pub struct Heap(UnsafeCell<Cached<Dlmalloc<System>>>);
 
 // SAFETY: a lean actor's instance runs one thread, and no allocation re-enters another.
 unsafe impl Sync for Heap {}
@@ -122,36 +153,34 @@ impl Heap {
         });
         // Accepted: a power of two above the malloc alignment.
         dl.set_granularity(GRANULARITY);
-        Heap(UnsafeCell::new(dl))
+        Heap(UnsafeCell::new(Cached::new(dl)))
     }
 
     /// The allocator, borrowed for one call.
     #[allow(clippy::mut_from_ref)]
-    fn dl(&self) -> &mut Dlmalloc<System> {
+    fn dl(&self) -> &mut Cached<Dlmalloc<System>> {
         // SAFETY: one thread, and dlmalloc never calls back into the global allocator.
         unsafe { &mut *self.0.get() }
     }
 }
 
-// SAFETY: forwards to dlmalloc, which keeps `GlobalAlloc`'s contract as std's allocator does.
+// SAFETY: forwards to the cached dlmalloc, which keeps `GlobalAlloc`'s contract as std's
+// allocator does (see `small_blocks` for the cache's part).
 unsafe impl GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { self.dl().malloc(layout.size(), layout.align()) }
+        unsafe { self.dl().alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { self.dl().calloc(layout.size(), layout.align()) }
+        unsafe { self.dl().alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { self.dl().free(ptr, layout.size(), layout.align()) }
+        unsafe { self.dl().dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        unsafe {
-            self.dl()
-                .realloc(ptr, layout.size(), layout.align(), new_size)
-        }
+        unsafe { self.dl().realloc(ptr, layout, new_size) }
     }
 }
 

@@ -339,6 +339,11 @@ pub mod persistence;
 pub mod priority;
 mod routing;
 mod runtime;
+#[cfg_attr(
+    not(all(target_arch = "wasm32", target_os = "unknown", feature = "heap")),
+    allow(dead_code)
+)]
+mod small_blocks;
 pub mod stash;
 pub mod supervision;
 pub mod timers;
