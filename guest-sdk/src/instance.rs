@@ -157,6 +157,10 @@ impl<A: Actor> Instance<A> {
     /// Applies a successful hook's requests in call order; `in_message` if it handled one
     /// (only that can be stashed).
     fn apply(&mut self, requests: Vec<Request>, in_message: bool) -> Result<()> {
+        if requests.is_empty() {
+            // The common case: nothing to convert or collect.
+            return Ok(());
+        }
         let changes = requests
             .into_iter()
             .map(Change::<A>::from_request)
