@@ -2,10 +2,11 @@
 //! again without reaching dlmalloc.
 //!
 //! An actor allocates the same few small blocks for every message: the message's buffer, which
-//! the host allocates through `cabi_realloc`, and its sender's path and kind. dlmalloc spends
-//! some 200 instructions on each `malloc` and 250 on each `free` (binning, splitting and
-//! coalescing; measured with callgrind on `w1`). A freed small block here goes on the free list
-//! of its size class instead, and the next request of that class takes it back in a handful.
+//! the host allocates through `cabi_realloc`, and its sender's path and kind: three `malloc`s
+//! and three `free`s a w1 message. dlmalloc spends about 100 instructions on each `malloc` and
+//! 125 on each `free` (binning, splitting and coalescing; measured with callgrind on `w1`). A
+//! freed small block here goes on the free list of its size class instead, and the next request
+//! of that class takes it back in a few dozen.
 //!
 //! Invariants (tested below):
 //! - A request of at most [`SMALL`] bytes aligned to at most [`ALIGN`] is served by a block of
