@@ -244,12 +244,14 @@ impl<T> LanePeer<T> {
             return None;
         }
         let mut state = self.shared.lock();
-        let taken = match state.queue.front() {
-            Some(value) if pass(value) => state.queue.pop_front(),
+        match state.queue.front() {
+            Some(value) if pass(value) => {
+                let taken = state.queue.pop_front();
+                self.shared.count(&state);
+                taken
+            }
             _ => None,
-        };
-        self.shared.count(&state);
-        taken
+        }
     }
 
     /// Whether nothing is queued now.
