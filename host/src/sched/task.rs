@@ -25,7 +25,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
+
+use futures_util::task::{ArcWake, waker_ref};
 
 /// A future the scheduler runs to completion.
 pub(super) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -95,7 +97,8 @@ impl Task {
     pub(super) fn run(self: &Arc<Self>) -> Outcome {
         debug_assert_eq!(self.state.load(Ordering::Acquire), SCHEDULED);
         self.state.store(RUNNING, Ordering::Release);
-        let waker = Waker::from(self.clone());
+        // Borrowed from this `Arc`: no reference count moves unless the future keeps a clone.
+        let waker = waker_ref(self);
         let mut cx = Context::from_waker(&waker);
         let mut slot = self.future.lock().unwrap_or_else(|p| p.into_inner());
         let Some(future) = slot.as_mut() else {
@@ -160,7 +163,7 @@ impl Drop for Task {
     }
 }
 
-impl Wake for Task {
+impl ArcWake for Task {
     fn wake(self: Arc<Self>) {
         if self.notify() {
             let home = self.home.clone();
@@ -168,9 +171,9 @@ impl Wake for Task {
         }
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        if self.notify() {
-            self.home.schedule(self.clone());
+    fn wake_by_ref(arc_self: &Arc<Self>) {
+        if arc_self.notify() {
+            arc_self.home.schedule(arc_self.clone());
         }
     }
 }
