@@ -19,6 +19,9 @@
 //! - Only a waiting linger is woken when it ends, behind the worker's own work and waking no
 //!   other worker: one that took what it waited for is left alone, so a ping-pong pair is not
 //!   woken twice nor split across workers.
+//! - The waker its worker wakes when the linger ends is the one of its latest wait. Waiting
+//!   again with the same waker takes no lock: only the worker's thread touches a linger's
+//!   stored waker (its waits, and the worker ending it).
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -92,6 +95,10 @@ pub(crate) fn can_linger() -> bool {
 /// One call's linger: it may wait several times, once for each thing it waits for.
 pub(crate) struct Linger {
     slot: Option<Arc<Slot>>,
+    /// Which waker its slot holds (the waker's data and vtable addresses), so waiting again
+    /// with the same one takes no lock: only its worker's thread touches the slot's waker
+    /// (this wait, and `end`, which ends the linger as it takes it).
+    stored: Option<(usize, usize)>,
     /// Set when it would have waited behind others: it is over.
     refused: bool,
 }
@@ -101,6 +108,7 @@ impl Linger {
     pub(crate) fn new() -> Self {
         Linger {
             slot: None,
+            stored: None,
             refused: false,
         }
     }
@@ -132,15 +140,20 @@ impl Linger {
                     });
                     worker.slots.borrow_mut().push(slot.clone());
                     self.slot = Some(slot.clone());
+                    self.stored = None;
                     slot
                 }
             };
-            let mut stored = slot.waker.lock().unwrap_or_else(|p| p.into_inner());
-            match &mut *stored {
-                Some(old) => old.clone_from(waker),
-                none => *none = Some(waker.clone()),
+            let identity = (waker.data() as usize, waker.vtable() as *const _ as usize);
+            if self.stored != Some(identity) {
+                let mut stored = slot.waker.lock().unwrap_or_else(|p| p.into_inner());
+                match &mut *stored {
+                    Some(old) => old.clone_from(waker),
+                    none => *none = Some(waker.clone()),
+                }
+                drop(stored);
+                self.stored = Some(identity);
             }
-            drop(stored);
             if slot.since.load(Ordering::Relaxed) == NOT_WAITING {
                 slot.since.store(worker.polls.get(), Ordering::Relaxed);
             }
@@ -363,6 +376,61 @@ mod tests {
         let lingered = rx.recv_timeout(DEADLINE).expect("the linger ended");
         stop.store(true, Ordering::Relaxed);
         assert_eq!(lingered, 1, "over at its first poll");
+    }
+
+    /// A waker that counts its wakes and passes them on.
+    struct Counting {
+        woken: AtomicUsize,
+        inner: Waker,
+    }
+
+    impl std::task::Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.woken.fetch_add(1, Ordering::Relaxed);
+            self.inner.wake_by_ref();
+        }
+    }
+
+    #[test]
+    fn an_ended_linger_wakes_the_waker_of_its_latest_wait() {
+        let (_runtime, scheduler) = scheduler(1);
+        let (tx, rx) = mpsc::channel();
+        scheduler.spawn(async move {
+            let mut linger = Linger::new();
+            let mut polls = 0;
+            let mut other: Option<Arc<Counting>> = None;
+            poll_fn(|cx| {
+                polls += 1;
+                match polls {
+                    // The task's own waker twice (the second wait stores nothing new), each
+                    // time woken at once as a reply would wake it.
+                    1 | 2 => {
+                        assert_eq!(linger.wait(cx.waker()), Wait::Waiting);
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                    // Then another waker: the one the worker must wake when it runs dry.
+                    3 => {
+                        let counting = Arc::new(Counting {
+                            woken: AtomicUsize::new(0),
+                            inner: cx.waker().clone(),
+                        });
+                        let waker = Waker::from(counting.clone());
+                        other = Some(counting);
+                        assert_eq!(linger.wait(&waker), Wait::Waiting);
+                        Poll::Pending
+                    }
+                    _ => {
+                        assert_eq!(linger.wait(cx.waker()), Wait::Over);
+                        Poll::Ready(())
+                    }
+                }
+            })
+            .await;
+            let woken = other.map(|o| o.woken.load(Ordering::Relaxed));
+            let _ = tx.send((polls, woken));
+        });
+        assert_eq!(rx.recv_timeout(DEADLINE), Ok((4, Some(1))));
     }
 
     #[test]
