@@ -438,7 +438,6 @@ impl Mailbox {
     pub(crate) fn lend(&self) -> Lent {
         Lent {
             user: self.user.peer(),
-            urgent: self.urgent.peer(),
             system: self.system.peer(),
             depth: self.depth.clone(),
             taken: 0,
@@ -459,7 +458,6 @@ impl Mailbox {
 /// order holds as if the cell took it).
 pub(crate) struct Lent {
     user: LanePeer<UserMsg>,
-    urgent: LanePeer<UserMsg>,
     system: LanePeer<SystemMsg>,
     depth: Arc<Depth>,
     /// Messages taken through it.
@@ -489,10 +487,14 @@ impl Lent {
         self.taken
     }
 
-    /// Has `waker` woken by the next message on any lane, if all three are empty now: true if
-    /// it waits, false if something is queued already (then `next_if` or the cell takes it).
+    /// Has `waker` woken by the next message on any lane, if none is queued now: true if it
+    /// waits, false if something is queued already (then `next_if` or the cell takes it). The
+    /// urgent lane takes no lock here: an urgent message is counted before it is queued, and
+    /// its `SystemMsg::Urgent`, sent after it, wakes a waiter on the system lane.
     pub(crate) fn wait(&self, waker: &Waker) -> bool {
-        self.system.wait(waker) && self.urgent.wait(waker) && self.user.wait(waker)
+        self.system.wait(waker)
+            && self.depth.urgent.load(Ordering::Acquire) == 0
+            && self.user.wait(waker)
     }
 }
 
@@ -649,6 +651,46 @@ mod tests {
         );
         mailbox.give_back(lent);
         assert!(matches!(mailbox.try_next(), Ok(UserMsg::PoisonPill)));
+    }
+
+    /// A waker that counts its wakes.
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_waiting_lent_lane_is_woken_by_any_lane_and_does_not_wait_past_an_urgent_message() {
+        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
+        let lent = held.lend();
+        let count = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let woken = || count.0.load(Ordering::Relaxed);
+        assert!(lent.wait(&waker), "all lanes empty: it waits");
+        let mut urgent = Envelope::new(None, "u", Vec::new());
+        urgent.urgent = true;
+        handle.tell(urgent).unwrap();
+        assert_eq!(
+            woken(),
+            1,
+            "an urgent message wakes it (through the system lane)"
+        );
+        assert!(!lent.wait(&waker), "an urgent message is queued: no wait");
+        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
+        let lent = held.lend();
+        assert!(lent.wait(&waker));
+        handle.tell(Envelope::new(None, "o", Vec::new())).unwrap();
+        assert_eq!(woken(), 2, "an ordinary message wakes it");
+        assert!(!lent.wait(&waker));
+        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
+        let lent = held.lend();
+        assert!(lent.wait(&waker));
+        assert!(handle.signal(SystemMsg::Activate));
+        assert_eq!(woken(), 3, "a system message wakes it");
+        assert!(!lent.wait(&waker));
     }
 
     #[test]
