@@ -512,6 +512,7 @@ pub(crate) fn test_mailbox(path: &str, incarnation: u64, capacity: usize) -> (Ac
 mod tests {
     use super::*;
     use crate::address::ActorPath;
+    use crate::sched::tests::Counting;
     use proptest::prelude::*;
 
     fn address() -> Address {
@@ -653,44 +654,30 @@ mod tests {
         assert!(matches!(mailbox.try_next(), Ok(UserMsg::PoisonPill)));
     }
 
-    /// A waker that counts its wakes.
-    struct Count(std::sync::atomic::AtomicUsize);
-
-    impl std::task::Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
     #[test]
     fn a_waiting_lent_lane_is_woken_by_any_lane_and_does_not_wait_past_an_urgent_message() {
-        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
-        let lent = held.lend();
-        let count = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
-        let woken = || count.0.load(Ordering::Relaxed);
-        assert!(lent.wait(&waker), "all lanes empty: it waits");
-        let mut urgent = Envelope::new(None, "u", Vec::new());
-        urgent.urgent = true;
-        handle.tell(urgent).unwrap();
-        assert_eq!(
-            woken(),
-            1,
-            "an urgent message wakes it (through the system lane)"
-        );
-        assert!(!lent.wait(&waker), "an urgent message is queued: no wait");
-        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
-        let lent = held.lend();
-        assert!(lent.wait(&waker));
-        handle.tell(Envelope::new(None, "o", Vec::new())).unwrap();
-        assert_eq!(woken(), 2, "an ordinary message wakes it");
-        assert!(!lent.wait(&waker));
-        let (handle, held) = mailbox(address(), None, Capacity::messages(10));
-        let lent = held.lend();
-        assert!(lent.wait(&waker));
-        assert!(handle.signal(SystemMsg::Activate));
-        assert_eq!(woken(), 3, "a system message wakes it");
-        assert!(!lent.wait(&waker));
+        /// Queues one message of a kind on the mailbox behind `handle`.
+        type Queue = fn(&ActorRef) -> bool;
+        let sends: [(&str, Queue); 3] = [
+            ("an urgent message (through the system lane)", |h| {
+                let mut urgent = Envelope::new(None, "u", Vec::new());
+                urgent.urgent = true;
+                h.tell(urgent).is_ok()
+            }),
+            ("an ordinary message", |h| {
+                h.tell(Envelope::new(None, "o", Vec::new())).is_ok()
+            }),
+            ("a system message", |h| h.signal(SystemMsg::Activate)),
+        ];
+        for (what, send) in sends {
+            let (handle, held) = mailbox(address(), None, Capacity::messages(10));
+            let lent = held.lend();
+            let (counting, waker) = Counting::new(Waker::noop().clone());
+            assert!(lent.wait(&waker), "all lanes empty: it waits");
+            assert!(send(&handle));
+            assert_eq!(counting.woken(), 1, "{what} wakes it");
+            assert!(!lent.wait(&waker), "{what} is queued: no wait");
+        }
     }
 
     #[test]

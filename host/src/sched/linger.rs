@@ -252,7 +252,7 @@ mod tests {
     use std::time::Duration;
 
     use super::{LINGER_POLLS, Linger, Wait};
-    use crate::sched::tests::scheduler;
+    use crate::sched::tests::{Counting, scheduler};
 
     const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -378,19 +378,6 @@ mod tests {
         assert_eq!(lingered, 1, "over at its first poll");
     }
 
-    /// A waker that counts its wakes and passes them on.
-    struct Counting {
-        woken: AtomicUsize,
-        inner: Waker,
-    }
-
-    impl std::task::Wake for Counting {
-        fn wake(self: Arc<Self>) {
-            self.woken.fetch_add(1, Ordering::Relaxed);
-            self.inner.wake_by_ref();
-        }
-    }
-
     #[test]
     fn an_ended_linger_wakes_the_waker_of_its_latest_wait() {
         let (_runtime, scheduler) = scheduler(1);
@@ -411,11 +398,7 @@ mod tests {
                     }
                     // Then another waker: the one the worker must wake when it runs dry.
                     3 => {
-                        let counting = Arc::new(Counting {
-                            woken: AtomicUsize::new(0),
-                            inner: cx.waker().clone(),
-                        });
-                        let waker = Waker::from(counting.clone());
+                        let (counting, waker) = Counting::new(cx.waker().clone());
                         other = Some(counting);
                         assert_eq!(linger.wait(&waker), Wait::Waiting);
                         Poll::Pending
@@ -427,7 +410,7 @@ mod tests {
                 }
             })
             .await;
-            let woken = other.map(|o| o.woken.load(Ordering::Relaxed));
+            let woken = other.map(|o| o.woken());
             let _ = tx.send((polls, woken));
         });
         assert_eq!(rx.recv_timeout(DEADLINE), Ok((4, Some(1))));

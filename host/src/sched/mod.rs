@@ -447,6 +447,35 @@ pub(crate) mod tests {
 
     const DEADLINE: Duration = Duration::from_secs(20);
 
+    /// A waker that counts its wakes and passes each on to `inner`.
+    pub(crate) struct Counting {
+        woken: AtomicUsize,
+        inner: std::task::Waker,
+    }
+
+    impl Counting {
+        /// A counting waker in front of `inner`, and the handle that reads its count.
+        pub(crate) fn new(inner: std::task::Waker) -> (Arc<Counting>, std::task::Waker) {
+            let counting = Arc::new(Counting {
+                woken: AtomicUsize::new(0),
+                inner,
+            });
+            (counting.clone(), std::task::Waker::from(counting))
+        }
+
+        /// Wakes so far.
+        pub(crate) fn woken(&self) -> usize {
+            self.woken.load(Ordering::Relaxed)
+        }
+    }
+
+    impl std::task::Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.woken.fetch_add(1, Ordering::Relaxed);
+            self.inner.wake_by_ref();
+        }
+    }
+
     pub(crate) fn scheduler(workers: usize) -> (tokio::runtime::Runtime, Scheduler) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
