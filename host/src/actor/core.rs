@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::mailbox::ActorRef;
 use super::pull::{self, Pull};
+use super::route::Route;
 use super::step::Step;
 use super::supervisor::Supervisor;
 use crate::address::Address;
@@ -68,6 +69,8 @@ pub(crate) struct ActorCore {
     /// The key of the path it sent to last ([`pull::path_key`]): a message from there is
     /// likely a reply, which its call may linger for.
     pub(crate) sent_to: u64,
+    /// The receiver it sends to again and again, resolved once (see `actor::route`).
+    route: Route,
 }
 
 /// Why a message from an actor was refused.
@@ -156,6 +159,7 @@ impl ActorCore {
             meter,
             pull: None,
             sent_to: 0,
+            route: Route::default(),
         }
     }
 
@@ -224,6 +228,19 @@ impl ActorCore {
     pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
         self.stats.sent.bump();
         self.sent_to = pull::path_key(path);
+        // A held step sends at its commit, the registry's way.
+        let envelope = match incarnation {
+            Some(incarnation) if !self.step.holds() => {
+                match self
+                    .route
+                    .send(&self.kernel.registry, path, incarnation, envelope)
+                {
+                    Ok(()) => return,
+                    Err(envelope) => envelope,
+                }
+            }
+            _ => envelope,
+        };
         self.step.send(&self.kernel, path, incarnation, envelope);
     }
 

@@ -166,10 +166,24 @@ pub(crate) struct Depth {
     urgent: AtomicUsize,
 }
 
+/// Added to a passivated mailbox's message count ([`Depth::seal`]): above any capacity, so
+/// every later send is refused, and far from overflowing with what host messages still add.
+const SEALED: usize = 1 << (usize::BITS - 2);
+
 impl Depth {
     /// Messages queued now.
     pub(crate) fn messages(&self) -> usize {
-        self.messages.load(Ordering::Relaxed)
+        self.messages.load(Ordering::Relaxed) & !SEALED
+    }
+
+    /// Seals an empty mailbox: true if it held nothing, and then every later [`ActorRef::tell`]
+    /// is refused as closed. A send counts its message before it queues it, and the count has
+    /// one order of changes, so a send either comes first (the seal fails) or is refused: a
+    /// sender that kept the handle (`actor::route`) cannot slip a message in after the check.
+    pub(crate) fn seal(&self) -> bool {
+        self.messages
+            .compare_exchange(0, SEALED, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Bytes of bodies queued now.
@@ -323,10 +337,14 @@ impl ActorRef {
                 depth.urgent.fetch_sub(1, Ordering::Relaxed);
             }
         };
-        if depth.messages.fetch_add(1, Ordering::Relaxed) >= self.capacity.messages {
+        let before = depth.messages.fetch_add(1, Ordering::Relaxed);
+        if before >= self.capacity.messages.min(SEALED) {
             depth.messages.fetch_sub(1, Ordering::Relaxed);
             unreserve(&envelope);
-            return Err(Refused::Full(envelope));
+            return Err(match before & SEALED {
+                0 => Refused::Full(envelope),
+                _ => Refused::Closed(envelope),
+            });
         }
         let before = depth.bytes.fetch_add(size, Ordering::Relaxed);
         if before.saturating_add(size) > self.capacity.bytes {

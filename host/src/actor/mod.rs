@@ -12,5 +12,6 @@ pub(crate) mod lane;
 pub(crate) mod launch;
 pub(crate) mod mailbox;
 pub(crate) mod pull;
+pub(crate) mod route;
 pub(crate) mod step;
 pub(crate) mod supervisor;

@@ -4,7 +4,8 @@
 //! - A path is held by at most one incarnation: it is claimed under the write lock (which makes
 //!   names unique among siblings) and released only by that incarnation.
 //! - Senders push under the read lock, so passivation (under the write lock, only with an empty
-//!   mailbox) never loses a message.
+//!   mailbox) never loses a message. Passivation also seals the mailbox, so a sender that kept
+//!   the actor's handle (`actor::route`) is refused and comes back here, to find the path free.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -86,14 +87,15 @@ impl Registry {
         }
     }
 
-    /// Passivates an idle actor: releases its path if its mailbox is empty. Senders push under
-    /// the read lock, so with the write lock held no message can slip in between the check
-    /// and the release.
+    /// Passivates an idle actor: releases its path if its mailbox is empty, and seals the
+    /// mailbox. Senders by path push under the read lock, so with the write lock held none
+    /// slips a message in between the check and the release; a sender that kept the handle
+    /// (`actor::route`) finds the mailbox sealed and comes back here, to find the path free.
     pub(crate) fn passivate(&self, actor: &ActorRef) -> bool {
         let mut map = self.by_path.write().unwrap_or_else(|p| p.into_inner());
-        let idle = map.get(&actor.address.path).is_some_and(|a| {
-            a.address.incarnation == actor.address.incarnation && a.depth.messages() == 0
-        });
+        let idle = map
+            .get(&actor.address.path)
+            .is_some_and(|a| a.address.incarnation == actor.address.incarnation && a.depth.seal());
         if idle {
             map.remove(&actor.address.path);
         }
@@ -135,7 +137,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actor::mailbox::{Mailbox, test_mailbox};
+    use crate::actor::mailbox::{Mailbox, Refused, test_mailbox};
     use crate::message::Envelope;
 
     fn actor(path: &str, incarnation: u64) -> (ActorRef, Mailbox) {
@@ -172,6 +174,42 @@ mod tests {
         assert!(!registry.passivate(&stale), "only the live incarnation");
         assert!(registry.passivate(&a));
         assert!(registry.get("/user/a").is_none());
+        assert!(
+            matches!(
+                a.tell(Envelope::new(None, "k", Vec::new())),
+                Err(Refused::Closed(_))
+            ),
+            "a sender that kept the handle is refused: its message goes by the path again"
+        );
+        assert_eq!(a.depth.messages(), 0, "the seal is no queued message");
+        assert!(mailbox.try_next().is_err(), "nothing slipped in");
+    }
+
+    #[test]
+    fn a_send_racing_a_passivation_is_queued_before_it_or_refused() {
+        for _ in 0..200 {
+            let registry = Registry::default();
+            let (a, mut mailbox) = actor("/user/a", 1);
+            registry.insert(a.clone()).unwrap();
+            let sender = {
+                let a = a.clone();
+                std::thread::spawn(move || {
+                    (0..20)
+                        .filter(|_| a.tell(Envelope::new(None, "k", Vec::new())).is_ok())
+                        .count()
+                })
+            };
+            let passivated = registry.passivate(&a);
+            let accepted = sender.join().unwrap();
+            let mut queued = 0;
+            while mailbox.try_next().is_ok() {
+                queued += 1;
+            }
+            assert_eq!(queued, accepted, "every message taken is there");
+            if passivated {
+                assert_eq!(accepted, 0, "nothing is taken after the passivation");
+            }
+        }
     }
 
     #[test]
