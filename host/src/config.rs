@@ -48,7 +48,7 @@ pub struct HostConfig {
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
-            throughput: 64,
+            throughput: 256,
             pulled_receive: true,
             linger: true,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -92,7 +92,7 @@ impl HostConfig {
     }
 
     /// How many messages an actor handles before it yields its thread to other actors
-    /// (default 64). Higher means better throughput, lower means fairer latency.
+    /// (default 256). Higher means better throughput, lower means fairer latency.
     pub fn throughput(&mut self, messages: usize) -> &mut Self {
         self.throughput = messages.max(1);
         self
