@@ -18,6 +18,9 @@
 //!   the order of the sends.
 //! - A route costs its actor two words while unused; a sender to ever different receivers
 //!   never resolves one (it would pay a lookup and a handle's clone a send).
+//! - A route keeps at most one receiver's handle alive after that receiver stopped (its emptied
+//!   lanes and counters, about a kilobyte), until its sender resolves another, sends to it
+//!   again, or stops.
 
 use super::mailbox::{ActorRef, Refused};
 use crate::kernel::registry::Registry;
