@@ -49,10 +49,11 @@ impl Route {
             // Whoever lives at the path: the registry decides each time.
             return Err(envelope);
         }
-        let hit = self.to.as_ref().is_some_and(|to| {
-            to.address.incarnation == incarnation && to.address.path.as_str() == path
-        });
-        if !hit {
+        if !self
+            .to
+            .as_ref()
+            .is_some_and(|to| names(to, path, incarnation))
+        {
             if self.missed != incarnation {
                 self.missed = incarnation;
                 return Err(envelope);
@@ -60,9 +61,7 @@ impl Route {
             // The second send in a row to this incarnation: resolve it.
             self.to = registry
                 .get(path)
-                .filter(|to| {
-                    to.address.incarnation == incarnation && to.address.path.as_str() == path
-                })
+                .filter(|to| names(to, path, incarnation))
                 .map(Box::new);
             self.missed = 0;
         }
@@ -78,6 +77,12 @@ impl Route {
             }
         }
     }
+}
+
+/// Whether `path` and `incarnation` name `to` itself: its own path (not an alias) and its
+/// incarnation.
+fn names(to: &ActorRef, path: &str, incarnation: u64) -> bool {
+    to.address.incarnation == incarnation && to.address.path.as_str() == path
 }
 
 #[cfg(test)]
