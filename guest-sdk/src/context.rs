@@ -51,6 +51,11 @@ impl Context {
         }
     }
 
+    /// Takes the sender back once the message is handled.
+    pub(crate) fn take_sender(&mut self) -> Option<Address> {
+        self.sender.take()
+    }
+
     /// Takes the changes the hook requested, in call order.
     pub(crate) fn take_requests(&mut self) -> Vec<Request> {
         std::mem::take(&mut self.requests)

@@ -10,6 +10,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::message::{Envelope, Message, decode};
 use crate::routing::{Route, route};
+use crate::spare;
 use crate::supervision::Failure;
 
 /// What a hook asked of the host's stash, in call order, once it succeeded.
@@ -77,14 +78,17 @@ impl<A: Actor> Instance<A> {
         let route = route(&env, A::Msg::KIND);
         // The sender moves into the context; a hook handed the whole envelope gets it back.
         let mut ctx = Context::for_message(env.sender.take());
-        match self.dispatch(&mut ctx, route, &env) {
+        let result = match self.dispatch(&mut ctx, route, &env) {
             Err(e) if e.is_malformed() => {
                 self.rejected = Some(e.into());
                 Ok(())
             }
             Err(e) => Err(e),
             Ok(()) => self.apply(ctx.take_requests(), true),
-        }
+        };
+        // The next message's sender and kind are unpacked into these strings.
+        spare::keep(ctx.take_sender(), env.kind);
+        result
     }
 
     /// Why the message of the last [`Instance::receive`] was rejected, if it was.

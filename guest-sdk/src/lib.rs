@@ -344,6 +344,7 @@ mod runtime;
     allow(dead_code)
 )]
 mod small_blocks;
+mod spare;
 pub mod stash;
 pub mod supervision;
 pub mod timers;

@@ -11,6 +11,7 @@ use crate::bindings::mote::actor::types::{
 use crate::bindings::mote::actor::{host, inbox, stash};
 use crate::instance::{Instance, StashOp};
 use crate::message::Envelope;
+use crate::spare;
 use crate::supervision::Failure;
 
 /// Where `export_actor!` keeps the actor: `None` before `start` and after `stopping`.
@@ -98,11 +99,11 @@ fn unpack(mut msg: Vec<u8>) -> Result<Envelope, String> {
         0 => (None, 1),
         _ => {
             let incarnation = u64::from_le_bytes(field::<8>(&msg, 1)?);
-            let (path, end) = text(&msg, 9)?;
+            let (path, end) = text(&msg, 9, spare::path())?;
             (Some(Address { path, incarnation }), end)
         }
     };
-    let (kind, end) = text(&msg, at)?;
+    let (kind, end) = text(&msg, at, spare::kind())?;
     msg.drain(..end);
     Ok(Envelope {
         sender,
@@ -118,8 +119,9 @@ fn field<const N: usize>(msg: &[u8], at: usize) -> Result<[u8; N], String> {
         .ok_or_else(malformed)
 }
 
-/// The length-prefixed text at `at` in `msg`, and where it ends.
-fn text(msg: &[u8], at: usize) -> Result<(String, usize), String> {
+/// The length-prefixed text at `at` in `msg`, copied into `into` (empty, kept from the last
+/// message: see [`spare`]), and where it ends.
+fn text(msg: &[u8], at: usize, mut into: String) -> Result<(String, usize), String> {
     let len = u32::from_le_bytes(field::<4>(msg, at)?) as usize;
     let start = at + 4;
     let bytes = start
@@ -128,15 +130,14 @@ fn text(msg: &[u8], at: usize) -> Result<(String, usize), String> {
         .ok_or_else(malformed)?;
     // The host writes these from its own strings. Like wit-bindgen's lifting of a `string`,
     // only debug builds check the UTF-8 (a release guest trusts the host's, at no cost).
-    let text = if cfg!(debug_assertions) {
-        std::str::from_utf8(bytes)
-            .map_err(|_| malformed())?
-            .to_owned()
+    if cfg!(debug_assertions) {
+        into.push_str(std::str::from_utf8(bytes).map_err(|_| malformed())?);
     } else {
-        // SAFETY: the host packed valid UTF-8 (a Rust `str`), as the layout requires.
-        unsafe { String::from_utf8_unchecked(bytes.to_vec()) }
-    };
-    Ok((text, start + len))
+        // SAFETY: the host packed valid UTF-8 (a Rust `str`), as the layout requires, and
+        // `into` held valid UTF-8 (it is empty).
+        unsafe { into.as_mut_vec().extend_from_slice(bytes) };
+    }
+    Ok((into, start + len))
 }
 
 /// The error of a message that does not follow the layout (a host bug, never the sender's).
