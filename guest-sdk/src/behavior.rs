@@ -131,7 +131,8 @@ mod tests {
 
     #[test]
     fn requests_are_recorded_in_call_order() {
-        let mut ctx = Context::for_message(None);
+        let mut ctx = Context::new(None);
+        ctx.begin_message(None);
         ctx.stash();
         ctx.become_(One::other);
         ctx.unstash_all();

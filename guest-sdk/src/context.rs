@@ -43,12 +43,14 @@ impl Context {
         }
     }
 
-    /// A context for handling one message, from `sender` if any.
-    pub(crate) fn for_message(sender: Option<Address>) -> Self {
-        Self {
-            in_message: true,
-            ..Self::new(sender)
-        }
+    /// Readies the context for handling one message, from `sender` if any: what the last hook
+    /// left (requests of a failed hook, an unclaimed answer) is dropped, the addresses looked
+    /// up are kept.
+    pub(crate) fn begin_message(&mut self, sender: Option<Address>) {
+        self.sender = sender;
+        self.in_message = true;
+        self.requests.clear();
+        self.handle_as_message = false;
     }
 
     /// Takes the sender back once the message is handled.

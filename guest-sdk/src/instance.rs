@@ -31,6 +31,9 @@ pub struct Instance<A: Actor> {
     rejected: Option<String>,
     /// The stash requests of the last hook, for the host.
     stash_ops: Vec<StashOp>,
+    /// The context every message is handled in, kept from one to the next (with the addresses
+    /// it looked up: an instance's own and its parent's never change).
+    ctx: Context,
 }
 
 impl<A: Actor> Instance<A> {
@@ -38,7 +41,7 @@ impl<A: Actor> Instance<A> {
     pub fn start(init: &[u8]) -> Result<Self> {
         let mut ctx = Context::new(None);
         let actor = A::start(&mut ctx, init)?;
-        Self::install(actor, &mut ctx)
+        Self::install(actor, ctx)
     }
 
     /// Runs [`Actor::migrate`] instead of `start` in a hot swap, and sets the instance up as
@@ -47,19 +50,21 @@ impl<A: Actor> Instance<A> {
     pub fn migrate(from_version: &str, state: &[u8]) -> Result<Self> {
         let mut ctx = Context::new(None);
         let actor = A::migrate(&mut ctx, from_version, state)?;
-        Self::install(actor, &mut ctx)
+        Self::install(actor, ctx)
     }
 
     /// A fresh instance around a new actor, with the behaviour changes its creating hook
-    /// requested through `ctx`.
-    fn install(actor: A, ctx: &mut Context) -> Result<Self> {
+    /// requested through `ctx`, which it keeps for the messages.
+    fn install(actor: A, mut ctx: Context) -> Result<Self> {
+        let requests = ctx.take_requests();
         let mut instance = Self {
             actor,
             behaviors: Vec::new(),
             rejected: None,
             stash_ops: Vec::new(),
+            ctx,
         };
-        instance.apply(ctx.take_requests(), false)?;
+        instance.apply(requests, false)?;
         Ok(instance)
     }
 
@@ -77,17 +82,21 @@ impl<A: Actor> Instance<A> {
         self.rejected = None;
         let route = route(&env, A::Msg::KIND);
         // The sender moves into the context; a hook handed the whole envelope gets it back.
-        let mut ctx = Context::for_message(env.sender.take());
-        let result = match self.dispatch(&mut ctx, route, &env) {
+        self.ctx.begin_message(env.sender.take());
+        let ctx = &mut self.ctx;
+        let result = match dispatch(&mut self.actor, &self.behaviors, ctx, route, &env) {
             Err(e) if e.is_malformed() => {
                 self.rejected = Some(e.into());
                 Ok(())
             }
             Err(e) => Err(e),
-            Ok(()) => self.apply(ctx.take_requests(), true),
+            Ok(()) => {
+                let requests = ctx.take_requests();
+                self.apply(requests, true)
+            }
         };
         // The next message's sender and kind are unpacked into these strings.
-        spare::keep(ctx.take_sender(), env.kind);
+        spare::keep(self.ctx.take_sender(), env.kind);
         result
     }
 
@@ -116,48 +125,6 @@ impl<A: Actor> Instance<A> {
         self.actor.stopping(&mut Context::new(None), reason);
     }
 
-    /// Hands an envelope (whose sender is the context's) to the hook `route` names (see
-    /// [`route`]): host messages and ask replies to theirs, `A::Msg` to the top behaviour or
-    /// `receive`, any other kind to `unhandled`.
-    fn dispatch(&mut self, ctx: &mut Context, route: Route, env: &Envelope) -> Result<()> {
-        match route {
-            Route::Terminated(who) => self.actor.terminated(ctx, who),
-            Route::DeadLetter(letter) => self.actor.dead_letter(ctx, letter),
-            Route::AskTimeout(id) => self.actor.ask_timeout(ctx, id),
-            Route::Answer(id) => {
-                self.actor.answered(ctx, id, whole(ctx, env))?;
-                if std::mem::take(&mut ctx.handle_as_message) {
-                    self.handle(ctx, env)
-                } else {
-                    Ok(())
-                }
-            }
-            Route::HttpResponse(id) => match crate::callouts::take(id) {
-                Some(outcome) => self.actor.http_response(ctx, id, outcome),
-                // Taken already: nothing to hand over.
-                None => Ok(()),
-            },
-            Route::Message | Route::Unhandled => self.handle(ctx, env),
-            Route::Ignore(why) => {
-                ctx.warn(&why);
-                Ok(())
-            }
-        }
-    }
-
-    /// Handles an envelope as a plain message: `A::Msg` by the top behaviour or `receive`,
-    /// any other kind by `unhandled`.
-    fn handle(&mut self, ctx: &mut Context, env: &Envelope) -> Result<()> {
-        if env.kind != A::Msg::KIND {
-            return self.actor.unhandled(ctx, whole(ctx, env));
-        }
-        let msg = decode::<A::Msg>(&env.kind, &env.body).map_err(Error::into_malformed)?;
-        match self.behaviors.last() {
-            Some(behavior) => behavior(&mut self.actor, ctx, msg),
-            None => self.actor.receive(ctx, msg),
-        }
-    }
-
     /// Applies a successful hook's requests in call order; `in_message` if it handled one
     /// (only that can be stashed).
     fn apply(&mut self, requests: Vec<Request>, in_message: bool) -> Result<()> {
@@ -184,6 +151,59 @@ impl<A: Actor> Instance<A> {
     }
 }
 
+/// Hands an envelope (whose sender is the context's) to the hook `route` names (see
+/// [`route`]): host messages and ask replies to theirs, `A::Msg` to the top behaviour or
+/// `receive`, any other kind to `unhandled`.
+fn dispatch<A: Actor>(
+    actor: &mut A,
+    behaviors: &[Behavior<A>],
+    ctx: &mut Context,
+    route: Route,
+    env: &Envelope,
+) -> Result<()> {
+    match route {
+        Route::Terminated(who) => actor.terminated(ctx, who),
+        Route::DeadLetter(letter) => actor.dead_letter(ctx, letter),
+        Route::AskTimeout(id) => actor.ask_timeout(ctx, id),
+        Route::Answer(id) => {
+            actor.answered(ctx, id, whole(ctx, env))?;
+            if std::mem::take(&mut ctx.handle_as_message) {
+                handle(actor, behaviors, ctx, env)
+            } else {
+                Ok(())
+            }
+        }
+        Route::HttpResponse(id) => match crate::callouts::take(id) {
+            Some(outcome) => actor.http_response(ctx, id, outcome),
+            // Taken already: nothing to hand over.
+            None => Ok(()),
+        },
+        Route::Message | Route::Unhandled => handle(actor, behaviors, ctx, env),
+        Route::Ignore(why) => {
+            ctx.warn(&why);
+            Ok(())
+        }
+    }
+}
+
+/// Handles an envelope as a plain message: `A::Msg` by the top behaviour (the last of
+/// `behaviors`) or `receive`, any other kind by `unhandled`.
+fn handle<A: Actor>(
+    actor: &mut A,
+    behaviors: &[Behavior<A>],
+    ctx: &mut Context,
+    env: &Envelope,
+) -> Result<()> {
+    if env.kind != A::Msg::KIND {
+        return actor.unhandled(ctx, whole(ctx, env));
+    }
+    let msg = decode::<A::Msg>(&env.kind, &env.body).map_err(Error::into_malformed)?;
+    match behaviors.last() {
+        Some(behavior) => behavior(actor, ctx, msg),
+        None => actor.receive(ctx, msg),
+    }
+}
+
 /// `env` with its sender, which the context holds, put back.
 fn whole(ctx: &Context, env: &Envelope) -> Envelope {
     Envelope {
@@ -207,6 +227,8 @@ mod tests {
         Close,
         Item(u32),
         Fail(u32),
+        /// Asks for the loud behaviour, then fails.
+        PushThenFail,
         Push,
         Pop,
     }
@@ -240,6 +262,10 @@ mod tests {
             match msg {
                 Door::Item(n) => self.log.push((name, path(ctx.sender()), n)),
                 Door::Fail(n) => return Err(Error::msg(format!("fail {n}"))),
+                Door::PushThenFail => {
+                    ctx.become_(Self::loud);
+                    return Err(Error::msg("failed after asking to become loud"));
+                }
                 Door::Close | Door::Pop => ctx.unbecome(),
                 Door::Push => ctx.become_(Self::loud),
                 Door::Open => {}
@@ -265,7 +291,7 @@ mod tests {
                     ctx.unstash_all();
                     ctx.become_(Self::open);
                 }
-                Door::Close | Door::Push => {}
+                Door::Close | Door::Push | Door::PushThenFail => {}
                 Door::Pop => ctx.unbecome(),
             }
             Ok(())
@@ -488,6 +514,22 @@ mod tests {
         // A closed gate stashes a failing order without running it: stashing is not failing.
         send(&mut closed, "/a", Door::Fail(2))?;
         assert_eq!(ops(&mut closed), [StashOp::Stash]);
+        Ok(())
+    }
+
+    #[test]
+    fn the_next_message_sees_its_own_sender_and_nothing_a_failed_hook_asked() -> Result<()> {
+        // The context is kept from message to message: only the addresses it looked up stay.
+        let mut gate = Instance::<Gate>::start(b"open")?;
+        assert!(send(&mut gate, "/a", Door::PushThenFail).is_err());
+        assert_eq!(gate.behaviors.len(), 1);
+        send(&mut gate, "/b", Door::Item(1))?;
+        send(&mut gate, "/c", Door::Item(2))?;
+        gate.receive(Envelope::of(None, &Door::Item(3))?)?;
+        assert_eq!(
+            items(&gate),
+            [("open", "/b", 1), ("open", "/c", 2), ("open", "", 3)]
+        );
         Ok(())
     }
 
