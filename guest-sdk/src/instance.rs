@@ -2,6 +2,10 @@
 //! the right hook. Plain Rust: the host is only reached through the hooks, and the stash
 //! requests a hook makes are handed to the runtime to pass on to the host, which keeps the
 //! stash.
+//!
+//! Invariant (tested below): every message is handled in the one [`Context`] the instance
+//! keeps from `start` on, reset for it: it sees that message's sender (or none) and nothing a
+//! hook before it asked for; only the addresses it looked up (its own, its parent's) carry over.
 
 use crate::actor::Actor;
 use crate::behavior::{Behavior, Change, Request};
