@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn requests_are_recorded_in_call_order() {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         ctx.begin_message(None);
         ctx.stash();
         ctx.become_(One::other);
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn behaviours_are_typed_back() {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         ctx.become_(One::other);
         let mut requests = ctx.take_requests();
         let typed = requests.pop().map(Change::<One>::from_request);
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn a_behaviour_of_another_actor_is_refused() {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         ctx.become_(One::other);
         let mut requests = ctx.take_requests();
         let error = requests

@@ -31,10 +31,11 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context for a hook that handles no message (`start`, `stopping`, `supervise`).
-    pub(crate) fn new(sender: Option<Address>) -> Self {
+    /// A context for a hook that handles no message (`start`, `stopping`, `supervise`); a
+    /// message's sender comes with [`Context::begin_message`].
+    pub(crate) fn new() -> Self {
         Self {
-            sender,
+            sender: None,
             myself: OnceCell::new(),
             parent: OnceCell::new(),
             in_message: false,

@@ -43,7 +43,7 @@ pub struct Instance<A: Actor> {
 impl<A: Actor> Instance<A> {
     /// Runs [`Actor::start`], applying the behaviour changes it requested.
     pub fn start(init: &[u8]) -> Result<Self> {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         let actor = A::start(&mut ctx, init)?;
         Self::install(actor, ctx)
     }
@@ -52,7 +52,7 @@ impl<A: Actor> Instance<A> {
     /// `start` would, with the behaviour changes `migrate` requested applied. The stash is the
     /// host's: it is carried over as it is.
     pub fn migrate(from_version: &str, state: &[u8]) -> Result<Self> {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         let actor = A::migrate(&mut ctx, from_version, state)?;
         Self::install(actor, ctx)
     }
@@ -116,7 +116,7 @@ impl<A: Actor> Instance<A> {
 
     /// Runs [`Actor::supervise`], applying its behaviour changes.
     pub fn supervise(&mut self, child: &Address, failure: &Failure) -> Option<Directive> {
-        let mut ctx = Context::new(None);
+        let mut ctx = Context::new();
         let directive = self.actor.supervise(&mut ctx, child, failure);
         if let Err(e) = self.apply(ctx.take_requests(), false) {
             ctx.error(&format!("supervise: {e}"));
@@ -126,7 +126,7 @@ impl<A: Actor> Instance<A> {
 
     /// Runs [`Actor::stopping`] and drops the actor.
     pub fn stopping(mut self, reason: StopReason) {
-        self.actor.stopping(&mut Context::new(None), reason);
+        self.actor.stopping(&mut Context::new(), reason);
     }
 
     /// Applies a successful hook's requests in call order; `in_message` if it handled one
