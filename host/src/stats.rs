@@ -26,6 +26,9 @@ pub(crate) struct ActorStats {
     pub(crate) pulled: Counter,
     /// Messages it sent (tell, forward, ask, reply, publish and group sends count one each).
     pub(crate) sent: Counter,
+    /// Of those, the replies sent with the call that took the next message
+    /// (`inbox.reply-next`).
+    pub(crate) replied_with_next: Counter,
     /// Times it failed (trap, error, limit, deadline, failed commit).
     pub(crate) failures: Counter,
     /// Times it was restarted after a failure.
@@ -68,6 +71,9 @@ pub struct StatsSnapshot {
     pub pulled: u64,
     /// Messages it sent.
     pub sent: u64,
+    /// Of those, the replies its guest sent with the call that took its next message
+    /// (`inbox.reply-next`).
+    pub replied_with_next: u64,
     /// Times it failed.
     pub failures: u64,
     /// Times it was restarted.
@@ -89,6 +95,7 @@ impl std::ops::AddAssign for StatsSnapshot {
         self.received += o.received;
         self.pulled += o.pulled;
         self.sent += o.sent;
+        self.replied_with_next += o.replied_with_next;
         self.failures += o.failures;
         self.restarts += o.restarts;
         self.committed += o.committed;
@@ -106,6 +113,7 @@ impl ActorStats {
             received: self.received.get(),
             pulled: self.pulled.get(),
             sent: self.sent.get(),
+            replied_with_next: self.replied_with_next.get(),
             failures: self.failures.get(),
             restarts: self.restarts.get(),
             committed: self.committed.get(),

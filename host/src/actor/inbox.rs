@@ -1,6 +1,10 @@
 //! `mote:actor/inbox`: the import a guest pulls its next message through, inside a call of
 //! `packed-receive` that lent it the lane (see `actor::pull`, whose invariants it keeps). It is
 //! the host's own receive path, not a capability: every module may import it.
+//!
+//! `reply-next` is a reply and `next` in one call: the reply goes to the sender of the message
+//! being handled through the same checks and the same send as `host.tell` to that address (so
+//! a guest gains nothing it could not do with `tell`), and a refused reply hands nothing over.
 
 use wasmtime::component::{HasSelf, Linker};
 
@@ -9,6 +13,7 @@ use super::core::{ActorCore, body_size};
 use super::pull::Pull;
 use crate::caps::{ActorState, Caps, States};
 use crate::message::Envelope;
+use crate::sandbox::bindings::WitSendError;
 use crate::sandbox::bindings::pulled::mote::actor::inbox;
 use crate::sandbox::packed::pack;
 use crate::trace;
@@ -26,6 +31,54 @@ impl inbox::Host for ActorState {
         core.pull = Some(pull);
         next
     }
+
+    async fn send_bounds(&mut self) -> (u64, u32, u32) {
+        let core = &self.core;
+        let quotas = core.quotas();
+        let narrow = |bytes: usize| u32::try_from(bytes).unwrap_or(u32::MAX);
+        (
+            core.kernel.config.max_message_bytes as u64,
+            narrow(quotas.max_name_bytes),
+            narrow(quotas.max_path_bytes),
+        )
+    }
+
+    async fn reply_next(
+        &mut self,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, WitSendError> {
+        reply(&mut self.core, kind, body)?;
+        self.core.stats.replied_with_next.bump();
+        Ok(self.next().await)
+    }
+}
+
+/// Sends `kind` and `body` to the sender of the message being handled, as `host.tell` to that
+/// address would: the same checks, counted the same way.
+fn reply(core: &mut ActorCore, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
+    // Taken out for the send and put back: the sender stays the message's.
+    let Some(to) = core.current_sender.take() else {
+        return Err(WitSendError::InvalidPath(
+            "the message being handled has no sender to reply to".to_string(),
+        ));
+    };
+    let result = checked(core, to.path.as_str(), kind, body).map(|envelope| {
+        core.send(to.path.as_str(), Some(to.incarnation), envelope);
+    });
+    core.current_sender = Some(to);
+    result
+}
+
+/// The envelope `host.tell` would send to `path`, or its refusal.
+fn checked(
+    core: &ActorCore,
+    path: &str,
+    kind: String,
+    body: Vec<u8>,
+) -> Result<Envelope, WitSendError> {
+    core.check_path(path)?;
+    Ok(core.envelope(kind, body)?)
 }
 
 /// Closes the message being handled and hands over the next one, packed, if the host may.

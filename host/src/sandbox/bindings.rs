@@ -19,6 +19,7 @@ pub(crate) mod pulled {
         path: "../wit",
         world: "inbox-world",
         imports: { default: async },
+        with: { "mote:actor/types": super::mote::actor::types },
     });
 }
 
