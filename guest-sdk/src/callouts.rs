@@ -75,11 +75,13 @@ impl Context {
     /// `wasi:http`, for a URL that is not `http://` or `https://`, or past this actor's quota
     /// of pending call-outs.
     pub fn http_request(&self, request: &HttpRequest) -> core::result::Result<u64, CalloutError> {
+        crate::outbox::flush();
         callouts::http_request(request)
     }
 }
 
 /// Takes the outcome of call-out `id` from the host (once).
 pub(crate) fn take(id: u64) -> Option<core::result::Result<HttpResponse, CalloutError>> {
+    crate::outbox::flush();
     callouts::http_response(id)
 }

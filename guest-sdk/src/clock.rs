@@ -12,6 +12,7 @@ use crate::context::Context;
 impl Context {
     /// How long ago this actor was spawned.
     pub fn since_start(&self) -> Duration {
+        crate::outbox::flush();
         Duration::from_nanos(clock::since_start())
     }
 
@@ -19,6 +20,7 @@ impl Context {
     /// (and the host calls it made) occupied a thread, without the time it waited for the
     /// scheduler. At any moment it is at most [`Context::since_start`].
     pub fn cpu_time(&self) -> Duration {
+        crate::outbox::flush();
         Duration::from_nanos(clock::cpu_time())
     }
 }

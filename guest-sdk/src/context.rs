@@ -66,12 +66,22 @@ impl Context {
 
     /// This actor's own address.
     pub fn myself(&self) -> Address {
-        self.myself.get_or_init(host::self_address).clone()
+        self.myself
+            .get_or_init(|| {
+                crate::outbox::flush();
+                host::self_address()
+            })
+            .clone()
     }
 
     /// The parent's address (`None` only for root actors).
     pub fn parent(&self) -> Option<Address> {
-        self.parent.get_or_init(host::parent).clone()
+        self.parent
+            .get_or_init(|| {
+                crate::outbox::flush();
+                host::parent()
+            })
+            .clone()
     }
 
     /// The sender of the message being processed (`None` in `start`, `stopping`, or if the
@@ -91,9 +101,20 @@ impl Context {
     }
 
     /// Sends a typed message back to the sender of the message being processed.
+    ///
+    /// In a burst the host hands over in one call, the reply may be held until the handler
+    /// returns and sent with the call that takes the next message; any other call to the host
+    /// sends it first, so the host sees the calls in the order they were made (see
+    /// `outbox`). A reply the host would refuse is never held: its error comes back here.
     pub fn reply<M: Message>(&self, msg: &M) -> Result<()> {
         match &self.sender {
-            Some(to) => self.tell(to, msg),
+            Some(to) => with_encoded(msg, |body| {
+                if crate::outbox::hold(to, M::KIND, body) {
+                    Ok(())
+                } else {
+                    self.tell_raw(to, M::KIND, body)
+                }
+            })?,
             None => Err(Error::msg(format!(
                 "cannot reply `{}`: the current message has no sender",
                 M::KIND
@@ -103,21 +124,25 @@ impl Context {
 
     /// Sends an already encoded body of the given kind to an address.
     pub fn tell_raw(&self, to: &Address, kind: &str, body: &[u8]) -> Result<()> {
+        crate::outbox::flush();
         host::tell(to, kind, body).map_err(|e| Error::send(&to.path, e))
     }
 
     /// Sends an already encoded body of the given kind to a path.
     pub fn tell_path_raw(&self, path: &str, kind: &str, body: &[u8]) -> Result<()> {
+        crate::outbox::flush();
         host::tell_path(path, kind, body).map_err(|e| Error::send(path, e))
     }
 
     /// Spawns a child named `name` from the deployed module `module`, handing it `init`.
     pub fn spawn(&self, name: &str, module: &str, init: &[u8]) -> Result<Address> {
+        crate::outbox::flush();
         host::spawn(name, module, init).map_err(|e| Error::spawn(name, module, e))
     }
 
     /// Stops this actor or one of its descendants once the current message is done.
     pub fn stop(&self, target: &Address) {
+        crate::outbox::flush();
         host::stop(target);
     }
 
@@ -128,6 +153,7 @@ impl Context {
 
     /// Writes a line to the host's log, tagged with this actor's path.
     pub fn log(&self, level: LogLevel, message: &str) {
+        crate::outbox::flush();
         host::log(level, message);
     }
 

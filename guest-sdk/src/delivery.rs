@@ -24,6 +24,7 @@ impl Context {
     /// Sets how the durable messages this actor receives from now on are acknowledged
     /// (typically in `start`); the mode holds across restarts until changed.
     pub fn set_delivery(&self, mode: Delivery) {
+        crate::outbox::flush();
         delivery::set_delivery(match mode {
             Delivery::AtLeastOnce => delivery::DeliveryMode::AtLeastOnce,
             Delivery::AtMostOnce => delivery::DeliveryMode::AtMostOnce,
@@ -32,6 +33,7 @@ impl Context {
 
     /// This actor's delivery mode.
     pub fn delivery(&self) -> Delivery {
+        crate::outbox::flush();
         match delivery::delivery() {
             delivery::DeliveryMode::AtLeastOnce => Delivery::AtLeastOnce,
             delivery::DeliveryMode::AtMostOnce => Delivery::AtMostOnce,

@@ -20,6 +20,7 @@ impl Context {
     /// Passes an already encoded body of `kind` on to `path` with the sender of the message
     /// being handled.
     pub fn forward_raw(&self, path: &str, kind: &str, body: &[u8]) -> Result<()> {
+        crate::outbox::flush();
         forwarding::forward_path(path, kind, body)
             .map_err(|e| Error::refused(format_args!("cannot forward to `{path}`"), e))
     }

@@ -334,6 +334,7 @@ pub mod lookup;
 pub mod message;
 pub mod messaging;
 pub mod naming;
+mod outbox;
 pub mod patterns;
 pub mod persistence;
 pub mod priority;

@@ -9,11 +9,13 @@ use crate::context::Context;
 impl Context {
     /// Deactivates `child`; false if it is not a live child of this actor.
     pub fn deactivate(&self, child: &Address) -> bool {
+        crate::outbox::flush();
         lifecycle::deactivate(child)
     }
 
     /// Activates `child` again; false if it is not a live child of this actor.
     pub fn activate(&self, child: &Address) -> bool {
+        crate::outbox::flush();
         lifecycle::activate(child)
     }
 }

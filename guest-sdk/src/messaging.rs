@@ -27,12 +27,14 @@ impl Context {
     /// Receives every message published to `topic` from now on; refused past this actor's
     /// subscription quota or for a topic name that is too long.
     pub fn subscribe(&self, topic: &str) -> Result<()> {
+        crate::outbox::flush();
         messaging::subscribe(topic)
             .map_err(|e| Error::refused(format_args!("cannot subscribe to `{topic}`"), e))
     }
 
     /// Stops receiving `topic`.
     pub fn unsubscribe(&self, topic: &str) {
+        crate::outbox::flush();
         messaging::unsubscribe(topic);
     }
 
@@ -43,17 +45,20 @@ impl Context {
 
     /// Like [`Context::publish`], with an already encoded body of the given kind.
     pub fn publish_raw(&self, topic: &str, kind: &str, body: &[u8]) -> Result<u32> {
+        crate::outbox::flush();
         messaging::publish(topic, kind, body)
             .map_err(|e| Error::refused(format_args!("cannot publish to topic `{topic}`"), e))
     }
 
     /// Joins the named group.
     pub fn join(&self, group: &str) -> Result<()> {
+        crate::outbox::flush();
         messaging::join(group).map_err(|e| Error::refused(format_args!("cannot join `{group}`"), e))
     }
 
     /// Leaves the named group.
     pub fn leave(&self, group: &str) {
+        crate::outbox::flush();
         messaging::leave(group);
     }
 
@@ -64,6 +69,7 @@ impl Context {
 
     /// Like [`Context::tell_group`], with an already encoded body of the given kind.
     pub fn tell_group_raw(&self, group: &str, kind: &str, body: &[u8]) -> Result<bool> {
+        crate::outbox::flush();
         messaging::tell_group(group, kind, body)
             .map_err(|e| Error::refused(format_args!("cannot send to group `{group}`"), e))
     }
@@ -75,6 +81,7 @@ impl Context {
 
     /// Like [`Context::broadcast_group`], with an already encoded body of the given kind.
     pub fn broadcast_group_raw(&self, group: &str, kind: &str, body: &[u8]) -> Result<u32> {
+        crate::outbox::flush();
         messaging::broadcast_group(group, kind, body)
             .map_err(|e| Error::refused(format_args!("cannot broadcast to group `{group}`"), e))
     }
@@ -88,6 +95,7 @@ impl Context {
 
     /// Like [`Context::ask`], with an already encoded body of the given kind.
     pub fn ask_raw(&self, to: &Address, kind: &str, body: &[u8], timeout: Duration) -> Result<u64> {
+        crate::outbox::flush();
         messaging::ask(to, kind, body, millis(timeout))
             .map_err(|e| Error::refused(format_args!("cannot ask `{}`", to.path), e))
     }

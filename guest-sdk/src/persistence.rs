@@ -89,11 +89,13 @@ impl Context {
     /// The key of this actor's durable state: its path unless [`Context::set_persistence_id`]
     /// chose another.
     pub fn persistence_id(&self) -> String {
+        crate::outbox::flush();
         persistence::persistence_id()
     }
 
     /// Chooses another persistence id, stable across restarts; only before [`Context::recover`].
     pub fn set_persistence_id(&self, id: &str) -> Result<()> {
+        crate::outbox::flush();
         persistence::set_persistence_id(id)
             .map_err(|e| Error::persist(format_args!("cannot set persistence id `{id}`"), e))
     }
@@ -101,6 +103,7 @@ impl Context {
     /// Makes this actor persistent and returns its durable state: the latest snapshot decoded
     /// as `S`, and the later events, decoded as `E` as they are read.
     pub fn recover<S: DeserializeOwned, E: DeserializeOwned>(&self) -> Result<Recovery<S, E>> {
+        crate::outbox::flush();
         let snapshot = persistence::recover().map_err(|e| Error::persist("cannot recover", e))?;
         let (seq, state) = match snapshot {
             Some(snapshot) => {
@@ -127,28 +130,33 @@ impl Context {
     /// (0 if there is none), which the snapshot covers.
     pub fn save_snapshot<S: Serialize>(&self, state: &S) -> Result<u64> {
         let bytes = to_bytes(state, "snapshot")?;
+        crate::outbox::flush();
         persistence::save_snapshot(&bytes).map_err(|e| Error::persist("cannot save a snapshot", e))
     }
 
     /// Appends an event to the journal; returns its seq (numbered from 1).
     pub fn persist<E: Serialize>(&self, event: &E) -> Result<u64> {
         let bytes = to_bytes(event, "event")?;
+        crate::outbox::flush();
         persistence::persist(&bytes).map_err(|e| Error::persist("cannot persist an event", e))
     }
 
     /// Deletes the events up to and including `through` (typically after a snapshot covers them).
     pub fn delete_events(&self, through: u64) -> Result<()> {
+        crate::outbox::flush();
         persistence::delete_events(through)
             .map_err(|e| Error::persist(format_args!("cannot delete events through {through}"), e))
     }
 
     /// Deletes the snapshot, every event and every reminder of this persistence id.
     pub fn delete_state(&self) -> Result<()> {
+        crate::outbox::flush();
         persistence::delete_state().map_err(|e| Error::persist("cannot delete the state", e))
     }
 
     /// True while the host is shutting down: the time to save what must survive.
     pub fn in_shutdown(&self) -> bool {
+        crate::outbox::flush();
         persistence::in_shutdown()
     }
 
@@ -171,12 +179,14 @@ impl Context {
         delay: Duration,
         period: Option<Duration>,
     ) -> Result<u64> {
+        crate::outbox::flush();
         persistence::remind(kind, body, millis(delay), period.map(millis))
             .map_err(|e| Error::persist(format_args!("cannot set a reminder `{kind}`"), e))
     }
 
     /// Cancels a reminder of this actor; false if unknown or already fired (one-shot).
     pub fn cancel_reminder(&self, id: u64) -> bool {
+        crate::outbox::flush();
         persistence::cancel_reminder(id)
     }
 }

@@ -11,12 +11,14 @@ use crate::message::{Message, encode};
 impl Context {
     /// Sends `msg` to `to` on its urgent lane, ahead of its ordinary messages.
     pub fn tell_urgent<M: Message>(&self, to: &Address, msg: &M) -> Result<()> {
+        crate::outbox::flush();
         priority::tell_urgent(to, M::KIND, &encode(msg)?)
             .map_err(|e| Error::refused(format_args!("cannot tell `{}`", to.path), e))
     }
 
     /// Sends `msg` to `path` (absolute or relative) on its urgent lane.
     pub fn tell_path_urgent<M: Message>(&self, path: &str, msg: &M) -> Result<()> {
+        crate::outbox::flush();
         priority::tell_path_urgent(path, M::KIND, &encode(msg)?)
             .map_err(|e| Error::refused(format_args!("cannot tell `{path}`"), e))
     }

@@ -33,11 +33,13 @@ impl Context {
 
     /// How many messages the stash holds (unstashed ones not yet handled included).
     pub fn stashed(&self) -> u32 {
+        crate::outbox::flush();
         stash::stashed()
     }
 
     /// A copy of the oldest stashed message of `kind` (any kind for `None`), left in place.
     pub fn peek(&self, kind: Option<&str>) -> Option<Envelope> {
+        crate::outbox::flush();
         stash::peek(kind).map(from_wit)
     }
 
@@ -45,6 +47,7 @@ impl Context {
     /// hook handles it too, and a durable one is acknowledged with this hook's step (if the
     /// hook fails, it is dropped with the hook's own message).
     pub fn take(&self, kind: Option<&str>) -> Option<Envelope> {
+        crate::outbox::flush();
         stash::take(kind).map(from_wit)
     }
 }

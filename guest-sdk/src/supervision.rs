@@ -108,6 +108,7 @@ impl Default for SpawnOptions {
 impl Context {
     /// Sets how this actor supervises its children (the host default applies until then).
     pub fn set_strategy(&self, strategy: &Strategy) {
+        crate::outbox::flush();
         supervision::set_strategy(*strategy);
     }
 
@@ -119,6 +120,7 @@ impl Context {
         init: &[u8],
         options: &SpawnOptions,
     ) -> Result<Address> {
+        crate::outbox::flush();
         supervision::spawn_with(name, module, init, *options)
             .map_err(|e| Error::spawn(name, module, e))
     }
@@ -134,6 +136,7 @@ impl Context {
         init: &[u8],
         options: &SpawnOptions,
     ) -> Result<Address> {
+        crate::outbox::flush();
         supervision::spawn_on(node, name, module, init, *options)
             .map_err(|e| Error::spawn(name, module, e))
     }
@@ -142,17 +145,20 @@ impl Context {
     /// [`Actor::terminated`](crate::Actor::terminated) when it stops (at once if it has).
     /// Refused past this actor's quota of watches.
     pub fn watch(&self, target: &Address) -> Result<()> {
+        crate::outbox::flush();
         supervision::watch(target)
             .map_err(|e| Error::refused(format_args!("cannot watch `{}`", target.path), e))
     }
 
     /// Stops watching an incarnation; a `mote.terminated` already queued still arrives.
     pub fn unwatch(&self, target: &Address) {
+        crate::outbox::flush();
         supervision::unwatch(target);
     }
 
     /// Inside `start`: why this instance replaces a failed one (`None` on a first start).
     pub fn restart_cause(&self) -> Option<String> {
+        crate::outbox::flush();
         supervision::restart_cause()
     }
 }

@@ -49,6 +49,7 @@ impl Context {
         delay: Duration,
         period: Option<Duration>,
     ) -> Result<u64> {
+        crate::outbox::flush();
         timers::schedule(to, kind, body, millis(delay), period.map(millis)).map_err(|e| {
             Error::refused(
                 format_args!("cannot schedule `{kind}` for `{}`", to.path),
@@ -59,6 +60,7 @@ impl Context {
 
     /// Cancels a timer of this actor; false if it already fired (one-shot) or is unknown.
     pub fn cancel_timer(&self, id: u64) -> bool {
+        crate::outbox::flush();
         timers::cancel(id)
     }
 }
