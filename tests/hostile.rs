@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mote_example_protocol::{Counter, Fetch, Fetched, Journal, JournalState};
+use mote_example_protocol::{Counter, Fetch, Fetched, Journal, JournalState, Report};
 use mote_host::{ActorSystem, DeadLetterReason, HostConfig, Quota, Quotas};
 use mote_tests::*;
 
@@ -380,6 +380,37 @@ async fn an_oversize_message_is_refused_at_the_send() {
     let (outcome, _) = attack(&system, "big $REPORT").await;
     assert_eq!((outcome.accepted, outcome.refused), (0, 1), "{outcome:?}");
     assert!(outcome.why.contains("TooLarge"), "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reply_next_checks_a_reply_as_tell_does_and_needs_a_message_to_answer() {
+    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    // In `start` there is no message, so no sender to reply to.
+    let (outcome, mut probe) = attack(&system, "reply-next $REPORT").await;
+    assert_eq!((outcome.accepted, outcome.refused), (0, 1), "{outcome:?}");
+    assert!(outcome.why.contains("InvalidPath"), "{outcome:?}");
+    // Inside a message from the probe: a host kind, a body past the limit and a kind past the
+    // name limit are refused, each with its typed error; then a good reply reaches the probe.
+    let order = Report {
+        from: "/system/reports".into(),
+        label: "reply-next".into(),
+        value: 0,
+    };
+    tell_from(&probe, "/user/attacker", &order);
+    let answer = next_report(&mut probe).await;
+    assert_eq!((answer.label.as_str(), answer.value), ("answer", 42));
+    let mut tally = Vec::new();
+    loop {
+        let report = next_report(&mut probe).await;
+        if report.label == "done" {
+            break;
+        }
+        tally.push((report.label, report.value));
+    }
+    assert_eq!(tally[..2], [("accepted".into(), 1), ("refused".into(), 3)]);
+    assert!(tally[2].0.contains("ReservedKind"), "{tally:?}");
+    assert_eq!(refusals(&system, Quota::ReservedKind), 1);
+    assert_eq!(refusals(&system, Quota::NameLength), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -168,3 +168,70 @@ async fn a_rejected_pulled_message_is_the_dead_letter_not_its_neighbour() {
     }
     system.shutdown().await.unwrap();
 }
+
+/// Sends `Fill(4)` to the crasher, which keeps its first call busy for some milliseconds, then
+/// `burst`: the burst queues behind it and is pulled.
+fn burst_behind_a_fill(probe: &mote_host::Probe, burst: &[Crash]) {
+    tell_from(probe, "/user/c", &Crash::Fill(4));
+    for msg in burst {
+        tell_from(probe, "/user/c", msg);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_in_a_burst_goes_out_with_the_next_pull_and_keeps_its_order() {
+    let system = system_with(&["crasher"]);
+    let crasher = system.spawn("c", "crasher", b"").unwrap();
+    let mut probe = system.probe("p").unwrap();
+    // Even n: a reply alone (held, sent with the call that takes the next message). Odd n: a
+    // reply, then a plain tell to the same actor, which must send the held reply first.
+    let burst: Vec<Crash> = (0..100u32)
+        .map(|n| match n % 2 {
+            0 => Crash::Echo(n * 10),
+            _ => Crash::ReplyThenTell(n * 10),
+        })
+        .collect();
+    burst_behind_a_fill(&probe, &burst);
+    for n in 0..100u32 {
+        assert_eq!(next_as::<Crash>(&mut probe).await, Crash::Echo(n * 10));
+        if n % 2 == 1 {
+            assert_eq!(next_as::<Crash>(&mut probe).await, Crash::Echo(n * 10 + 1));
+        }
+    }
+    let stats = stats_of(&system, &crasher);
+    assert!(stats.pulled >= 50, "the burst was pulled: {stats:?}");
+    // The lone replies (50) went with the call that took the next message; a reply followed
+    // by a tell went before the tell, as a tell of its own.
+    assert!((25..=50).contains(&stats.replied_with_next), "{stats:?}");
+    assert_eq!(stats.sent, 150, "{stats:?}");
+    system.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_made_before_a_panic_or_an_error_in_a_burst_is_still_sent() {
+    let system = system_with(&["crasher"]);
+    let mut decisions = system.subscribe_supervision();
+    system.spawn("c", "crasher", b"").unwrap();
+    let mut probe = system.probe("p").unwrap();
+    let burst = [
+        Crash::Echo(1),
+        Crash::Echo(2),
+        Crash::ReplyThenPanic(3),
+        Crash::Echo(4),
+        Crash::Echo(5),
+        Crash::Echo(6),
+        Crash::Echo(7),
+        Crash::ReplyThenFail(8),
+        Crash::Echo(9),
+    ];
+    burst_behind_a_fill(&probe, &burst);
+    for n in 1..=9 {
+        assert_eq!(next_as::<Crash>(&mut probe).await, Crash::Echo(n));
+    }
+    let trap = next_decision(&mut decisions).await;
+    assert_eq!(trap.kind, FailureKind::Trap, "{}", trap.error);
+    let error = next_decision(&mut decisions).await;
+    assert_eq!(error.kind, FailureKind::Error, "{}", error.error);
+    assert!(error.error.contains("after its reply"), "{}", error.error);
+    system.shutdown().await.unwrap();
+}

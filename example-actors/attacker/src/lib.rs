@@ -29,11 +29,17 @@
 //! - `reminders`: recovers, then reminders until refused (at most <arg>);
 //! - `urgent`: <arg> urgent messages to `/user/victim` (`Counter::Add(0)`, which changes
 //!   nothing), on the lane served before its ordinary messages.
+//! - `reply-next`: `inbox.reply-next` in `start`, where there is no message to reply to.
+//!
+//! A `Report` labelled `reply-next` sent to it later makes it call `inbox.reply-next` inside
+//! that message: with a `mote.*` kind, a body past the size limit and a kind past the name
+//! limit (each to be refused), then with a `Report` labelled `answer` of value 42; then it
+//! reports its tally as for an attack.
 
 use mote_example_protocol::{Report, init_arg, init_opt, init_words};
 use mote_guest::bindings::mote::actor::types::{Address, LogLevel};
 use mote_guest::bindings::mote::actor::{
-    forwarding, host, messaging, naming, persistence, priority, supervision, timers,
+    forwarding, host, inbox, messaging, naming, persistence, priority, supervision, timers,
 };
 use mote_guest::{Actor, Context, Message, Result};
 
@@ -89,6 +95,17 @@ fn report(to: &str, label: &str, value: u64) {
     };
     let body = mote_guest::encode(&report).unwrap_or_default();
     let _ = host::tell_path(to, Report::KIND, &body);
+}
+
+/// Reports what went through and what was refused (with the first refusal's words), then
+/// `done`.
+fn report_tally(to: &str, tally: Tally) {
+    report(to, "accepted", tally.accepted);
+    report(to, "refused", tally.refused);
+    if let Some(why) = tally.why {
+        report(to, &format!("why:{why}"), 0);
+    }
+    report(to, "done", 0);
 }
 
 fn attack(name: &str, arg: u64) -> Tally {
@@ -181,6 +198,9 @@ fn attack(name: &str, arg: u64) -> Tally {
             for _ in 0..arg {
                 tally.record(host::tell(&me, "Flood", &body));
             }
+        }
+        "reply-next" => {
+            tally.record(inbox::reply_next(Report::KIND, &[]));
         }
         "big" => {
             let body = vec![7u8; (1 << 20) + 1];
@@ -287,19 +307,28 @@ impl Actor for Attacker {
             attack(&name, init_opt(&words, 2, "count")?.unwrap_or(0))
         };
         if name != "bomb" || is_top() {
-            report(&to, "accepted", tally.accepted);
-            report(&to, "refused", tally.refused);
-            if let Some(why) = tally.why {
-                report(&to, &format!("why:{why}"), 0);
-            }
-            report(&to, "done", 0);
+            report_tally(&to, tally);
         }
         Ok(Attacker {
             trap_in_stopping: name == "trap-stopping",
         })
     }
 
-    fn receive(&mut self, _ctx: &mut Context, _msg: Report) -> Result<()> {
+    fn receive(&mut self, _ctx: &mut Context, msg: Report) -> Result<()> {
+        if msg.label == "reply-next" {
+            let mut tally = Tally::default();
+            tally.record(inbox::reply_next("mote.terminated", &[]));
+            tally.record(inbox::reply_next(Report::KIND, &vec![7u8; (1 << 20) + 1]));
+            tally.record(inbox::reply_next(&"k".repeat(300), &[]));
+            let answer = Report {
+                from: host::self_address().path,
+                label: "answer".to_string(),
+                value: 42,
+            };
+            let body = mote_guest::encode(&answer).unwrap_or_default();
+            tally.record(inbox::reply_next(Report::KIND, &body));
+            report_tally(&report_to(), tally);
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //! picks a failure: a panic, an `unreachable` trap, an error, an endless loop, a memory bomb
 //! or a stack overflow; `Echo(n)` replies `Echo(n)` to show it is still alive and `Bump` adds
 //! one to a count kept in its state and replies `Echo(count)`, showing whether state survived.
+//! `ReplyThenTell`, `ReplyThenPanic` and `ReplyThenFail` reply first, then tell, panic or fail.
 
 use std::hint::black_box;
 
@@ -130,6 +131,22 @@ impl Actor for Crasher {
             Crash::Bump => {
                 self.count += 1;
                 ctx.reply(&Crash::Echo(self.count as u32))
+            }
+            Crash::ReplyThenTell(n) => {
+                ctx.reply(&Crash::Echo(n))?;
+                let sender = ctx
+                    .sender()
+                    .cloned()
+                    .ok_or_else(|| Error::msg("no sender"))?;
+                ctx.tell(&sender, &Crash::Echo(n + 1))
+            }
+            Crash::ReplyThenPanic(n) => {
+                ctx.reply(&Crash::Echo(n))?;
+                panic!("crasher asked to panic after its reply")
+            }
+            Crash::ReplyThenFail(n) => {
+                ctx.reply(&Crash::Echo(n))?;
+                Err(Error::msg("crasher asked to fail after its reply"))
             }
         }
     }

@@ -90,6 +90,13 @@ pub enum Crash {
     /// Allocates and keeps this many MiB, every byte written with pseudo-random data (state
     /// that neither a zero page nor compression shrinks).
     Fill(u32),
+    /// Replies `Echo(n)`, then sends `Echo(n + 1)` to the sender as a plain tell: the two must
+    /// arrive in that order.
+    ReplyThenTell(u32),
+    /// Replies `Echo(n)`, then panics.
+    ReplyThenPanic(u32),
+    /// Replies `Echo(n)`, then returns an error.
+    ReplyThenFail(u32),
 }
 
 /// Orders for the relay actor.
