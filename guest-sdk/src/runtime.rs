@@ -90,8 +90,10 @@ pub fn receive_packed<A: Actor>(state: &'static State<A>, msg: Vec<u8>) -> Resul
         outbox::arm();
         let delivered = deliver(state, env);
         if let Err(failed) = delivered {
-            // A reply held is sent before the failure, as it was made before it.
+            // A reply held is sent before the failure, as it was made before it (its own
+            // refusal, if any, is dropped: the message fails with the handler's error).
             outbox::flush();
+            let _ = outbox::take_refused();
             return Err(failed);
         }
         if let Some(refused) = outbox::take_refused() {
