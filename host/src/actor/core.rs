@@ -224,6 +224,21 @@ impl ActorCore {
         self.quotas().check_kind(kind).map_err(|q| self.refuse(q))
     }
 
+    /// A guest's `tell` of `kind` and `body` to the incarnation of `path`: checked as every send
+    /// of this actor is (a refusal is counted), then sent.
+    pub(crate) fn tell(
+        &mut self,
+        path: &str,
+        incarnation: u64,
+        kind: String,
+        body: Vec<u8>,
+    ) -> Result<(), Unsendable> {
+        self.check_path(path).map_err(Unsendable::Quota)?;
+        let envelope = self.envelope(kind, body)?;
+        self.send(path, Some(incarnation), envelope);
+        Ok(())
+    }
+
     /// Sends `envelope` now, or when the step commits.
     pub(crate) fn send(&mut self, path: &str, incarnation: Option<u64>, envelope: Envelope) {
         self.stats.sent.bump();

@@ -63,22 +63,9 @@ fn reply(core: &mut ActorCore, kind: String, body: Vec<u8>) -> Result<(), WitSen
             "the message being handled has no sender to reply to".to_string(),
         ));
     };
-    let result = checked(core, to.path.as_str(), kind, body).map(|envelope| {
-        core.send(to.path.as_str(), Some(to.incarnation), envelope);
-    });
+    let sent = core.tell(to.path.as_str(), to.incarnation, kind, body);
     core.current_sender = Some(to);
-    result
-}
-
-/// The envelope `host.tell` would send to `path`, or its refusal.
-fn checked(
-    core: &ActorCore,
-    path: &str,
-    kind: String,
-    body: Vec<u8>,
-) -> Result<Envelope, WitSendError> {
-    core.check_path(path)?;
-    Ok(core.envelope(kind, body)?)
+    Ok(sent?)
 }
 
 /// Closes the message being handled and hands over the next one, packed, if the host may.

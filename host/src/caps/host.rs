@@ -86,10 +86,7 @@ impl host::Host for Call<'_, Host> {
     }
 
     fn tell(&mut self, to: WitAddress, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
-        self.actor.check_path(&to.path)?;
-        let envelope = self.actor.envelope(kind, body)?;
-        self.actor.send(&to.path, Some(to.incarnation), envelope);
-        Ok(())
+        Ok(self.actor.tell(&to.path, to.incarnation, kind, body)?)
     }
 
     fn tell_path(&mut self, to: String, kind: String, body: Vec<u8>) -> Result<(), WitSendError> {
