@@ -28,6 +28,15 @@
 //!   one slice. The LIFO slot runs at most [`LIFO_RUN`] times in a
 //!   row before the local queue gets a turn, and every [`INJECTOR_EVERY`]th pick looks at the
 //!   injector first, so neither a ping-pong pair nor local work can starve anyone.
+//! - **A pair stays together.** A task that yields with nothing waiting in its worker's
+//!   queue (nothing injected either) stays on that worker and wakes no one: in the LIFO slot
+//!   if that is empty, else in a **yielded slot** right behind it (the partner it just woke
+//!   waits in the LIFO slot, as a ping-pong pair's does). No other worker takes from either
+//!   slot, so a busy actor or a pair whose member yields keeps its core and its warm caches.
+//!   A LIFO slot past its run goes on the same way when nothing waits. Once anything else
+//!   waits on the worker (in the queue, or a task already held in the yielded slot), a
+//!   yielding task goes to the queue and an idle worker is woken to take it: two busy tasks
+//!   share one worker for one time slice at most while another is idle.
 //! - **Ordering** is the mailboxes' business: a cell is polled by one worker at a time (see
 //!   `task.rs`), so its messages are handled one by one in its mailbox's order wherever it runs.
 //! - **No lost wake-up.** A parking worker announces itself (`asleep`), then looks for work
@@ -100,6 +109,9 @@ struct Local {
     index: usize,
     queue: Worker<Arc<Task>>,
     lifo: Cell<Option<Arc<Task>>>,
+    /// A task that yielded while the LIFO slot held another and nothing else waited: it runs
+    /// after the slot's task and before the queue, and no other worker takes it.
+    yielded: Cell<Option<Arc<Task>>>,
 }
 
 thread_local! {
@@ -138,6 +150,7 @@ impl Scheduler {
                         index,
                         queue,
                         lifo: Cell::new(None),
+                        yielded: Cell::new(None),
                     });
                 });
             let thread = match spawned {
@@ -322,8 +335,7 @@ impl Local {
                 if let Some(outside) = self.take_injected() {
                     self.queue.push(outside);
                 }
-                self.queue.push(task);
-                self.shared.wake_one();
+                self.requeue(task);
             }
         }
         // Closed with nothing live: whatever is still queued never runs.
@@ -331,8 +343,10 @@ impl Local {
         while let Some(task) = self.queue.pop() {
             task.cancel();
         }
-        if let Some(task) = self.lifo.take() {
-            task.cancel();
+        for slot in [&self.lifo, &self.yielded] {
+            if let Some(task) = slot.take() {
+                task.cancel();
+            }
         }
         self.shared.running.fetch_sub(1, Ordering::AcqRel);
     }
@@ -350,13 +364,51 @@ impl Local {
                 return Some(task);
             }
         } else if let Some(task) = self.lifo.take() {
+            if self.queue.is_empty() && !self.holds_yielded() {
+                // Nothing waits for the turn: a trip through the queue would only let an idle
+                // worker steal the task (and split a pair that plays on this worker).
+                *lifo_run = 1;
+                return Some(task);
+            }
             self.queue.push(task);
         }
         *lifo_run = 0;
+        if let Some(task) = self.yielded.take() {
+            return Some(task);
+        }
         if let Some(task) = self.queue.pop() {
             return Some(task);
         }
         self.steal()
+    }
+
+    /// Queues a task that yielded. With nothing in the queue it stays on this worker, where no
+    /// other worker takes it, and wakes nobody: in the LIFO slot if that is empty, else (the
+    /// partner it just woke waits there, as in a ping-pong pair) right behind it. Moving it
+    /// would cost its warm caches and split the pair. With anything else waiting here, or a
+    /// task held already, it goes to the back of the queue and an idle worker is woken to
+    /// share the work: two busy tasks share a worker for one time slice at most.
+    fn requeue(&self, task: Arc<Task>) {
+        if self.queue.is_empty() && !self.holds_yielded() {
+            match self.lifo.take() {
+                None => self.lifo.set(Some(task)),
+                Some(partner) => {
+                    self.lifo.set(Some(partner));
+                    self.yielded.set(Some(task));
+                }
+            }
+            return;
+        }
+        self.queue.push(task);
+        self.shared.wake_one();
+    }
+
+    /// Whether a yielded task is held behind the LIFO slot.
+    fn holds_yielded(&self) -> bool {
+        let held = self.yielded.take();
+        let holds = held.is_some();
+        self.yielded.set(held);
+        holds
     }
 
     /// Takes work from the injector, then from the other workers.
@@ -577,6 +629,127 @@ pub(crate) mod tests {
             assert!(ran - sent <= 2, "waited {} polls of the hog", ran - sent);
         }
         stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Works for `micros` microseconds, as a guest computes.
+    fn busy(micros: u64) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_micros(micros) {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_task_that_yields_alone_on_its_worker_is_not_moved() {
+        let (_runtime, scheduler) = scheduler(2);
+        let threads = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (seen, count) = (threads.clone(), polls.clone());
+        scheduler.spawn(async move {
+            for _ in 0..20_000 {
+                busy(2);
+                seen.lock().unwrap().insert(std::thread::current().id());
+                count.fetch_add(1, Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        wait_for("the busy task to end", || scheduler.live() == 0);
+        assert_eq!(polls.load(Ordering::Relaxed), 20_000);
+        let threads = threads.lock().unwrap().len();
+        assert_eq!(threads, 1, "the lone task ran on {threads} workers");
+    }
+
+    #[test]
+    fn a_ping_pong_pair_whose_member_yields_stays_on_one_worker() {
+        type Parked = std::sync::Mutex<Option<std::task::Waker>>;
+        let (_runtime, scheduler) = scheduler(2);
+        let threads = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (a, b) = (Arc::new(Parked::default()), Arc::new(Parked::default()));
+        // Each poll wakes the other into the LIFO slot; every 16th poll of the first also
+        // wakes itself, as a cell does at the end of its batch: it yields beside its partner.
+        let member = |me: Arc<Parked>, other: Arc<Parked>, yields: bool| {
+            let (seen, count) = (threads.clone(), polls.clone());
+            let mut mine = 0u32;
+            std::future::poll_fn(move |cx| {
+                let polled = count.fetch_add(1, Ordering::Relaxed);
+                if polled >= 20_000 {
+                    if let Some(waker) = other.lock().unwrap().take() {
+                        waker.wake();
+                    }
+                    return std::task::Poll::Ready(());
+                }
+                busy(2);
+                // Spawned from outside, the two may start on different workers; the first
+                // wake brings them together.
+                if polled >= 100 {
+                    seen.lock().unwrap().insert(std::thread::current().id());
+                }
+                mine += 1;
+                *me.lock().unwrap() = Some(cx.waker().clone());
+                if let Some(waker) = other.lock().unwrap().take() {
+                    waker.wake();
+                }
+                if yields && mine.is_multiple_of(16) {
+                    cx.waker().wake_by_ref();
+                }
+                std::task::Poll::Pending
+            })
+        };
+        scheduler.spawn(member(a.clone(), b.clone(), true));
+        scheduler.spawn(member(b, a, false));
+        wait_for("20,000 polls", || polls.load(Ordering::Relaxed) >= 20_000);
+        let workers = threads.lock().unwrap().len();
+        assert_eq!(workers, 1, "the pair ran on {workers} workers");
+        wait_for("the pair to end", || scheduler.live() == 0);
+    }
+
+    #[test]
+    fn a_second_busy_task_on_a_worker_is_taken_by_the_idle_one() {
+        let (_runtime, scheduler) = scheduler(2);
+        let stop = Arc::new(AtomicBool::new(false));
+        // Tasks in a busy poll now, and whether two ever were at once.
+        let running = Arc::new(AtomicUsize::new(0));
+        let overlapped = Arc::new(AtomicBool::new(false));
+        let hog = |stop: Arc<AtomicBool>, running: Arc<AtomicUsize>, both: Arc<AtomicBool>| {
+            async move {
+                // The first poll outlasts an idle worker's spin: it has parked by the first
+                // yield, and only a wake brings it back.
+                let mut micros = 2_000;
+                while !stop.load(Ordering::Relaxed) {
+                    if running.fetch_add(1, Ordering::SeqCst) == 1 {
+                        both.store(true, Ordering::SeqCst);
+                    }
+                    busy(micros);
+                    micros = 200;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        // The second waits for the first's message, so it is woken on the first's worker,
+        // into its LIFO slot: the two share a worker until the first yields.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let second = hog(stop.clone(), running.clone(), overlapped.clone());
+        let waiting = Arc::new(AtomicBool::new(false));
+        let ready = waiting.clone();
+        scheduler.spawn(async move {
+            ready.store(true, Ordering::SeqCst);
+            if rx.recv().await.is_some() {
+                second.await;
+            }
+        });
+        wait_for("the second to wait", || waiting.load(Ordering::SeqCst));
+        let first = hog(stop.clone(), running.clone(), overlapped.clone());
+        scheduler.spawn(async move {
+            let _ = tx.send(());
+            first.await;
+        });
+        wait_for("the two busy tasks to run at once", || {
+            overlapped.load(Ordering::SeqCst)
+        });
+        stop.store(true, Ordering::Relaxed);
+        wait_for("the busy tasks to end", || scheduler.live() == 0);
     }
 
     #[test]
