@@ -249,7 +249,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex, mpsc};
     use std::task::{Poll, Waker};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use super::{LINGER_POLLS, Linger, Wait};
     use crate::sched::tests::{Counting, scheduler};
@@ -333,12 +333,18 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         scheduler.spawn(play(a.clone(), b.clone(), polls.clone(), stop.clone()));
         scheduler.spawn(play(b.clone(), a.clone(), polls.clone(), stop.clone()));
+        // The pair starts itself (the second's first poll wakes the first) and goes on in the
+        // LIFO slot; the lingering task comes from outside once it plays.
         let (tx, rx) = mpsc::channel();
         let seen = polls.clone();
+        let start = Instant::now();
+        while polls.load(Ordering::Relaxed) < 2 {
+            assert!(start.elapsed() < DEADLINE, "the pair never started");
+            std::thread::yield_now();
+        }
+        drop((a, b));
         scheduler.spawn(async move {
-            // Starts the pair (it goes on in the LIFO slot), then lingers beside it.
             let before = seen.load(Ordering::Relaxed);
-            a.wake();
             linger_to_the_end().await;
             let _ = tx.send(seen.load(Ordering::Relaxed) - before);
         });
