@@ -33,10 +33,11 @@
 //!   if that is empty, else in a **yielded slot** right behind it (the partner it just woke
 //!   waits in the LIFO slot, as a ping-pong pair's does). No other worker takes from either
 //!   slot, so a busy actor or a pair whose member yields keeps its core and its warm caches.
-//!   A LIFO slot past its run goes on the same way when nothing waits. Once anything else
-//!   waits on the worker (in the queue, or a task already held in the yielded slot), a
-//!   yielding task goes to the queue and an idle worker is woken to take it: two busy tasks
-//!   share one worker for one time slice at most while another is idle.
+//!   Once anything else waits on the worker (in the queue, or a task already held in the
+//!   yielded slot), a yielding task goes to the queue and an idle worker is woken to take it:
+//!   two busy tasks share one worker for one time slice at most while another is idle. (A
+//!   LIFO slot past its run still passes through the queue: letting it run on while the queue
+//!   was empty starved the mailbox-bound attack in `tests/hostile.rs` one run in five.)
 //! - **Ordering** is the mailboxes' business: a cell is polled by one worker at a time (see
 //!   `task.rs`), so its messages are handled one by one in its mailbox's order wherever it runs.
 //! - **No lost wake-up.** A parking worker announces itself (`asleep`), then looks for work
@@ -364,12 +365,6 @@ impl Local {
                 return Some(task);
             }
         } else if let Some(task) = self.lifo.take() {
-            if self.queue.is_empty() && !self.holds_yielded() {
-                // Nothing waits for the turn: a trip through the queue would only let an idle
-                // worker steal the task (and split a pair that plays on this worker).
-                *lifo_run = 1;
-                return Some(task);
-            }
             self.queue.push(task);
         }
         *lifo_run = 0;
