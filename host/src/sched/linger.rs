@@ -249,10 +249,10 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex, mpsc};
     use std::task::{Poll, Waker};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::{LINGER_POLLS, Linger, Wait};
-    use crate::sched::tests::{Counting, scheduler};
+    use crate::sched::tests::{Counting, scheduler, wait_for};
 
     const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -337,11 +337,7 @@ mod tests {
         // LIFO slot; the lingering task comes from outside once it plays.
         let (tx, rx) = mpsc::channel();
         let seen = polls.clone();
-        let start = Instant::now();
-        while polls.load(Ordering::Relaxed) < 2 {
-            assert!(start.elapsed() < DEADLINE, "the pair never started");
-            std::thread::yield_now();
-        }
+        wait_for("the pair to start", || polls.load(Ordering::Relaxed) >= 2);
         drop((a, b));
         scheduler.spawn(async move {
             let before = seen.load(Ordering::Relaxed);

@@ -384,7 +384,8 @@ impl Local {
     /// task held already, it goes to the back of the queue and an idle worker is woken to
     /// share the work: two busy tasks share a worker for one time slice at most.
     fn requeue(&self, task: Arc<Task>) {
-        if self.queue.is_empty() && !self.holds_yielded() {
+        let held = self.yielded.take();
+        if held.is_none() && self.queue.is_empty() {
             match self.lifo.take() {
                 None => self.lifo.set(Some(task)),
                 Some(partner) => {
@@ -394,16 +395,9 @@ impl Local {
             }
             return;
         }
+        self.yielded.set(held);
         self.queue.push(task);
         self.shared.wake_one();
-    }
-
-    /// Whether a yielded task is held behind the LIFO slot.
-    fn holds_yielded(&self) -> bool {
-        let held = self.yielded.take();
-        let holds = held.is_some();
-        self.yielded.set(held);
-        holds
     }
 
     /// Takes work from the injector, then from the other workers.
@@ -534,7 +528,7 @@ pub(crate) mod tests {
     }
 
     /// Waits until `done` holds, at most the deadline.
-    fn wait_for(what: &str, done: impl Fn() -> bool) {
+    pub(crate) fn wait_for(what: &str, done: impl Fn() -> bool) {
         let start = Instant::now();
         while !done() {
             assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
@@ -600,10 +594,7 @@ pub(crate) mod tests {
         scheduler.spawn(async move {
             while !hog_stop.load(Ordering::Relaxed) {
                 // Each poll works for a millisecond, as a guest runs until its time slice ends.
-                let slice = Instant::now();
-                while slice.elapsed() < Duration::from_millis(1) {
-                    std::hint::spin_loop();
-                }
+                busy(1_000);
                 hog_polls.fetch_add(1, Ordering::Relaxed);
                 tokio::task::yield_now().await;
             }
