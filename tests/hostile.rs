@@ -359,6 +359,10 @@ async fn a_spawn_bomb_ends_at_the_descendants_quota() {
 async fn a_mailbox_holds_no_more_bytes_than_its_bound() {
     let mut config = HostConfig::new();
     config.mailbox_bytes(1 << 20);
+    // The flood lifts 300 MB out of the guest in one call, element by element in the unoptimised
+    // test build: seconds of CPU. The default 5 s deadline would end the call on a loaded
+    // machine (the ticks it counts go on while the OS runs others) and restart it from scratch.
+    config.cpu_deadline(Duration::from_secs(120));
     let system = hostile(config, &["attacker", "counter"]);
     let dead_before = system.dead_letter_count();
     // 5,000 messages of 60 KB (300 MB) to its own mailbox while it is busy sending them.
