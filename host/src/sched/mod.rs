@@ -35,9 +35,8 @@
 //!   slot, so a busy actor or a pair whose member yields keeps its core and its warm caches.
 //!   Once anything else waits on the worker (in the queue, or a task already held in the
 //!   yielded slot), a yielding task goes to the queue and an idle worker is woken to take it:
-//!   two busy tasks share one worker for one time slice at most while another is idle. (A
-//!   LIFO slot past its run still passes through the queue: letting it run on while the queue
-//!   was empty starved the mailbox-bound attack in `tests/hostile.rs` one run in five.)
+//!   two busy tasks share one worker for one time slice at most while another is idle. A
+//!   LIFO slot past its run still passes through the queue, so the queue's task gets a turn.
 //! - **Ordering** is the mailboxes' business: a cell is polled by one worker at a time (see
 //!   `task.rs`), so its messages are handled one by one in its mailbox's order wherever it runs.
 //! - **No lost wake-up.** A parking worker announces itself (`asleep`), then looks for work
