@@ -127,6 +127,12 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     (outcome, probe)
 }
 
+/// The CPU deadline of an attack that floods from one call: seconds of CPU in the unoptimised
+/// test build (mote-host's generic lifting code is not optimised). Past the default 5 s, which a
+/// loaded machine reaches sooner (the slices it counts go on while the OS runs other threads),
+/// the call would end and the actor restart and flood again from scratch.
+const FLOOD_DEADLINE: Duration = Duration::from_secs(120);
+
 /// A host configuration with these quotas.
 fn quotas(quotas: Quotas) -> HostConfig {
     let mut config = HostConfig::new();
@@ -359,10 +365,8 @@ async fn a_spawn_bomb_ends_at_the_descendants_quota() {
 async fn a_mailbox_holds_no_more_bytes_than_its_bound() {
     let mut config = HostConfig::new();
     config.mailbox_bytes(1 << 20);
-    // The flood lifts 300 MB out of the guest in one call, element by element in the unoptimised
-    // test build: seconds of CPU. The default 5 s deadline would end the call on a loaded
-    // machine (the ticks it counts go on while the OS runs others) and restart it from scratch.
-    config.cpu_deadline(Duration::from_secs(120));
+    // The flood lifts 300 MB out of the guest in one call.
+    config.cpu_deadline(FLOOD_DEADLINE);
     let system = hostile(config, &["attacker", "counter"]);
     let dead_before = system.dead_letter_count();
     // 5,000 messages of 60 KB (300 MB) to its own mailbox while it is busy sending them.
@@ -653,7 +657,9 @@ async fn a_call_out_flood_stops_at_the_quota_and_the_sibling_keeps_answering() {
 async fn an_urgent_flood_does_not_starve_the_victims_ordinary_messages() {
     // The victim's asks are ordinary messages; the flood goes on its urgent lane, which is
     // served first but gives way to a waiting ordinary message after every 16.
-    let system = hostile(HostConfig::new(), &["attacker", "counter"]);
+    let mut config = HostConfig::new();
+    config.cpu_deadline(FLOOD_DEADLINE);
+    let system = hostile(config, &["attacker", "counter"]);
     let mut letters = system.subscribe_dead_letters();
     let (outcome, _) = attack(&system, "urgent $REPORT 300000").await;
     assert_eq!(

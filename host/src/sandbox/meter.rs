@@ -6,7 +6,8 @@
 //!   instrumented for snapshots has the shim's besides the guest's); an attempt is
 //!   remembered, so the failure it causes can say that the limit was the reason.
 //! - One call runs for at most its CPU deadline, counted in whole time slices (the epoch
-//!   callback charges one slice per tick the guest runs through).
+//!   callback charges one slice per tick the guest runs through). Ticks are wall-clock: a
+//!   slice in which the OS ran another thread on the worker's core is charged all the same.
 //! - [`Usage::cpu`] only grows, and counts only the time a call was actually being run on a
 //!   thread: a guest that yields (or waits for the scheduler after a time slice) is not charged
 //!   for the wait. Time spent in host imports during a call is the caller's.
