@@ -120,6 +120,66 @@ async fn a_lean_rust_actors_heap_starts_in_its_initial_memory_and_grows_past_it(
     );
 }
 
+#[test]
+fn a_lean_counters_stack_top_data_and_heap_fit_in_two_pages() {
+    // An idle counter's memory is what it touched: the top of its shadow stack, its data and
+    // its heap. `example-actors/.cargo/config.toml` sizes the stack so that they lie in two
+    // 4 KiB pages: the stack's end falls far enough past a page boundary for the frames of a
+    // message (the counter's take 664 bytes), and the data ends early enough in the next page
+    // for an idle heap. Data that outgrew that budget once cost every counter a third page
+    // (4 KB more RSS each, and 1.9 more page faults a spawn).
+    const STACK_TOP: u32 = 1024;
+    const IDLE_HEAP: u32 = 512;
+    const PAGE: u32 = 4096;
+    let (stack_end, heap_base) = lean_layout("counter");
+    let first_page = stack_end / PAGE * PAGE;
+    assert!(
+        stack_end - first_page >= STACK_TOP,
+        "the stack ends {} bytes into its page: raise -zstack-size to leave its top more room",
+        stack_end - first_page
+    );
+    let room = (first_page + 2 * PAGE).saturating_sub(heap_base);
+    assert!(
+        room >= IDLE_HEAP,
+        "the data leaves {room} bytes of the second page to the heap (stack end {stack_end:#x}, \
+         heap base {heap_base:#x}): lower -zstack-size (down to the stack top's room) or shrink the data"
+    );
+}
+
+/// Where a lean built example's shadow stack ends (its stack pointer's first value) and its
+/// heap begins (`__heap_base`).
+fn lean_layout(name: &str) -> (u32, u32) {
+    let (mut globals, mut layout) = (Vec::new(), None);
+    for payload in wasmparser::Parser::new(0).parse_all(&component(name)) {
+        match payload.unwrap_or_else(|e| panic!("{name} does not parse: {e}")) {
+            wasmparser::Payload::GlobalSection(section) => {
+                globals.clear();
+                for global in section {
+                    let global = global.expect("a global parses");
+                    let value = match global.init_expr.get_operators_reader().read() {
+                        Ok(wasmparser::Operator::I32Const { value }) => value as u32,
+                        _ => 0,
+                    };
+                    globals.push((global.ty.mutable, value));
+                }
+            }
+            wasmparser::Payload::ExportSection(section) => {
+                for export in section {
+                    let export = export.expect("an export parses");
+                    if export.name == "__heap_base" {
+                        let heap_base = globals[export.index as usize].1;
+                        // The linker's first global is the stack pointer, the only mutable one.
+                        let stack = globals.iter().find(|(mutable, _)| *mutable);
+                        layout = stack.map(|&(_, end)| (end, heap_base));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    layout.unwrap_or_else(|| panic!("{name} has no lean core module exporting __heap_base"))
+}
+
 /// The bytes of a built example component.
 fn component(name: &str) -> Vec<u8> {
     let path = mote_test_programs::path(name).expect("the examples are built");
