@@ -1,7 +1,7 @@
 //! Loading modules: files that are not wasm, core modules and components of another world are
 //! refused with a clear error, and the host keeps running. The Rust examples are lean builds
-//! (`mote:actor` imports only) unless their manifest asks for WASI, and a lean build's heap
-//! starts in its initial memory.
+//! (`mote:actor` imports only) unless their manifest asks for WASI, a lean build's heap
+//! starts in its initial memory, and a lean counter's stack top, data and heap fit two pages.
 
 use mote_example_protocol::{Counter, Crash};
 use mote_host::ModuleError;
