@@ -2,9 +2,11 @@
 //! parent's strategy; resume, restart, stop, escalate, all-for-one, restart intensity, the root
 //! policy, death watch, stop reasons, stash and bounded mailboxes.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use mote_example_protocol::{Crash, Gate, Relay, Report, Watch};
+use mote_example_protocol::{Clock, ClockReading, Crash, Gate, Relay, Report, Watch};
 use mote_host::{
     AskError, DeadLetterReason, Directive, FailureKind, HostConfig, SendError, SpawnOptions,
     Strategy,
@@ -160,6 +162,85 @@ async fn an_endless_loop_hits_the_cpu_deadline_and_is_a_supervised_failure() {
         FailureKind::CpuDeadline,
     )
     .await;
+}
+
+/// Runs `f` with the calling thread allowed on `core` only (none: the first core it may use
+/// now); the threads `f` starts keep that. Returns the core and what `f` returns.
+fn on_one_core<T>(core: Option<usize>, f: impl FnOnce() -> T) -> (usize, T) {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: the sets are plain bitmaps of `size` bytes, read and written by the kernel.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, size, &mut allowed), 0);
+        let core = core.unwrap_or_else(|| {
+            (0..libc::CPU_SETSIZE as usize)
+                .find(|&cpu| libc::CPU_ISSET(cpu, &allowed))
+                .expect("a core this thread may run on")
+        });
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut one);
+        assert_eq!(libc::sched_setaffinity(0, size, &one), 0);
+        let out = f();
+        assert_eq!(libc::sched_setaffinity(0, size, &allowed), 0);
+        (core, out)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_is_charged_its_cpu_time_not_the_time_the_os_gave_its_core_to_others() {
+    let deadline = Duration::from_millis(800);
+    let mut config = HostConfig::new();
+    config.cpu_deadline(deadline).workers(1);
+    // The actor's one worker runs on one core.
+    let (core, system) = on_one_core(None, || system_configured(config, &["clock"]));
+    system.spawn("clock", "clock", b"").unwrap();
+    // Busy work that takes about 0.6 of the deadline on that core, measured here.
+    let rounds = 2_000_000;
+    let before: ClockReading = ask_as(&system, "/user/clock", &Clock::Read).await;
+    let trial: ClockReading = ask_as(&system, "/user/clock", &Clock::Burn(rounds)).await;
+    let per_round = (trial.cpu_ns - before.cpu_ns).max(1) as f64 / rounds as f64;
+    let rounds = (deadline.as_nanos() as f64 * 0.6 / per_round) as u64;
+    // Three busy threads join it there: the worker gets about a quarter of the core (the OS
+    // shares a core equally among the threads that want it).
+    let stop = Arc::new(AtomicBool::new(false));
+    let (_, busy) = on_one_core(Some(core), || {
+        (0..3)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 1u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut probe = system.probe("reader").unwrap();
+    let mut decisions = system.subscribe_supervision();
+    let began = Instant::now();
+    tell_from(&probe, "/user/clock", &Clock::Burn(rounds));
+    let outcome = tokio::select! {
+        reading = next_as::<ClockReading>(&mut probe) => Ok(reading),
+        decision = next_decision(&mut decisions) => Err(decision),
+    };
+    let took = began.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for thread in busy {
+        thread.join().unwrap();
+    }
+    let reading = outcome.unwrap_or_else(|d| {
+        panic!(
+            "the call was failed after {took:?} of wall-clock time: {}",
+            d.error
+        )
+    });
+    assert!(!reading.restarted, "{reading:?}");
+    assert!(
+        took > deadline,
+        "the busy threads did not hold the worker's core (the work took {took:?}), \
+         so this did not test what it means to"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -200,8 +200,9 @@ impl HostConfig {
         self
     }
 
-    /// Default CPU time one message (or `start`) may take (default 5 s); measured in time slices,
-    /// so it is exact to one slice. Exceeding it is a failure of that actor.
+    /// Default CPU time one message (or `start`) may take (default 5 s): the worker thread's CPU
+    /// time, read at every time slice, exact to about one slice. Exceeding it is a failure of
+    /// that actor.
     pub fn cpu_deadline(&mut self, deadline: Duration) -> &mut Self {
         self.cpu_deadline = deadline;
         self

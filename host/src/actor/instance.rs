@@ -149,8 +149,12 @@ impl ActorInstance {
         if epochs {
             // Every time slice the guest yields to the scheduler; past its CPU deadline it fails.
             store.epoch_deadline_callback(move |mut ctx| {
-                ctx.data_mut().core.meter.charge_slice()?;
-                Ok(UpdateDeadline::Yield(slice_ticks))
+                let meter = &mut ctx.data_mut().core.meter;
+                meter.charge_tick()?;
+                Ok(UpdateDeadline::YieldCustom(
+                    slice_ticks,
+                    meter.yield_marked(),
+                ))
             });
             store.set_epoch_deadline(slice_ticks);
         }

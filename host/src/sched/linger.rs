@@ -178,6 +178,17 @@ impl Linger {
     }
 }
 
+/// Which worker thread this is (an id no other live worker of any scheduler has) and how many
+/// tasks it has polled so far; off the workers none. Two equal readings were taken within one
+/// poll of one task, with no other task run between them.
+pub(crate) fn poll_mark() -> Option<(usize, u64)> {
+    WORKER.with(|worker| {
+        worker
+            .get()
+            .map(|w| (std::ptr::from_ref(w) as usize, w.polls.get()))
+    })
+}
+
 /// Counts a poll of this worker; every [`LINGER_POLLS`] of them, ends the lingers that waited
 /// that long.
 pub(super) fn polled() {
@@ -251,7 +262,7 @@ mod tests {
     use std::task::{Poll, Waker};
     use std::time::Duration;
 
-    use super::{LINGER_POLLS, Linger, Wait};
+    use super::{LINGER_POLLS, Linger, Wait, poll_mark};
     use crate::sched::tests::{Counting, scheduler, wait_for};
 
     const DEADLINE: Duration = Duration::from_secs(20);
@@ -277,6 +288,30 @@ mod tests {
         let mut linger = Linger::new();
         assert_eq!(linger.wait(Waker::noop()), Wait::Over);
         assert!(!linger.ended());
+    }
+
+    #[test]
+    fn a_poll_mark_holds_within_one_poll_and_changes_when_another_task_ran() {
+        assert_eq!(poll_mark(), None, "off the workers");
+        let (_runtime, scheduler) = scheduler(1);
+        let (tx, rx) = mpsc::channel();
+        let other = Arc::new(AtomicBool::new(false));
+        let ran = other.clone();
+        scheduler.spawn(async move {
+            let first = poll_mark();
+            let again = poll_mark();
+            // Another task on this worker runs while this one yields.
+            tokio::task::yield_now().await;
+            let after = poll_mark();
+            let _ = tx.send((first, again, after, ran.load(Ordering::Acquire)));
+        });
+        scheduler.spawn(async move { other.store(true, Ordering::Release) });
+        let (first, again, after, other_ran) = rx.recv_timeout(DEADLINE).expect("the task ran");
+        assert!(first.is_some(), "a worker has a mark");
+        assert_eq!(first, again, "one poll, one mark");
+        assert!(other_ran, "the other task ran while this one yielded");
+        assert_eq!(after.map(|m| m.0), first.map(|m| m.0), "one worker");
+        assert_ne!(after, first, "a later poll has a later mark");
     }
 
     #[test]

@@ -48,7 +48,7 @@
 mod linger;
 mod task;
 
-pub(crate) use self::linger::{Linger, Wait, can_linger};
+pub(crate) use self::linger::{Linger, Wait, can_linger, poll_mark};
 
 use std::cell::{Cell, OnceCell};
 use std::future::Future;
