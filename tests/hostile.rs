@@ -127,10 +127,9 @@ async fn attack(system: &Arc<ActorSystem>, init: &str) -> (Outcome, mote_host::P
     (outcome, probe)
 }
 
-/// The CPU deadline of an attack that floods from one call: seconds of CPU in the unoptimised
-/// test build (mote-host's generic lifting code is not optimised). Past the default 5 s, which a
-/// loaded machine reaches sooner (the slices it counts go on while the OS runs other threads),
-/// the call would end and the actor restart and flood again from scratch.
+/// The CPU deadline of an attack that floods from one call: 4 to 7 s of CPU in the unoptimised
+/// test build (mote-host's generic lifting code is not optimised). Past the default 5 s the call
+/// would end and the actor restart and flood again from scratch.
 const FLOOD_DEADLINE: Duration = Duration::from_secs(120);
 
 /// A host configuration with these quotas.
