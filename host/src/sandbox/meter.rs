@@ -68,25 +68,25 @@ impl Mark {
         let poll = crate::sched::poll_mark()?;
         Some(Mark {
             poll,
-            cpu: thread_cpu(),
+            cpu: thread_cpu()?,
         })
     }
 }
 
-/// The CPU time the calling thread has used (zero if the OS cannot tell).
-fn thread_cpu() -> Duration {
+/// The CPU time the calling thread has used, if the OS can tell (else every tick is a slice).
+fn thread_cpu() -> Option<Duration> {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `now` is a valid timespec to write to.
     if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return Duration::ZERO;
+        return None;
     }
-    Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
+    Some(Duration::new(
+        u64::try_from(now.tv_sec).ok()?,
+        u32::try_from(now.tv_nsec).ok()?,
+    ))
 }
 
 impl Meter {
@@ -354,16 +354,17 @@ mod tests {
 
     #[test]
     fn a_threads_cpu_time_grows_while_it_runs_and_not_while_it_sleeps() {
-        let before = thread_cpu();
+        let cpu = || thread_cpu().expect("Linux tells a thread's CPU time");
+        let before = cpu();
         std::thread::sleep(Duration::from_millis(50));
-        let slept = thread_cpu() - before;
+        let slept = cpu() - before;
         assert!(
             slept < Duration::from_millis(20),
             "charged {slept:?} for a sleep"
         );
         let began = std::time::Instant::now();
         let mut x = 1u64;
-        while thread_cpu() - before < slept + Duration::from_millis(5) {
+        while cpu() - before < slept + Duration::from_millis(5) {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
             assert!(
                 began.elapsed() < Duration::from_secs(20),
