@@ -8,7 +8,7 @@ use std::time::Duration;
 use mote_example_protocol::{Clock, ClockReading, Crash, Lane};
 use mote_host::{DeadLetterReason, FailureKind, HostConfig};
 use mote_tests::{
-    DEADLINE, ask_as, next_as, next_decision, next_report, stats_of, system_configured,
+    DEADLINE, burn_rounds, next_as, next_decision, next_report, stats_of, system_configured,
     system_with, tell, tell_from, wait_until,
 };
 
@@ -91,11 +91,7 @@ async fn each_pulled_message_gets_a_cpu_budget_of_its_own() {
     let system = system_configured(config, &["clock"]);
     let clock = system.spawn("clock", "clock", b"").unwrap();
     // Rounds of busy work that take about 0.35 of the deadline, measured here.
-    let rounds = 2_000_000;
-    let before: ClockReading = ask_as(&system, "/user/clock", &Clock::Read).await;
-    let trial: ClockReading = ask_as(&system, "/user/clock", &Clock::Burn(rounds)).await;
-    let per_round = (trial.cpu_ns - before.cpu_ns).max(1) as f64 / rounds as f64;
-    let rounds = (deadline.as_nanos() as f64 * 0.35 / per_round) as u64;
+    let rounds = burn_rounds(&system, "/user/clock", deadline.mul_f64(0.35)).await;
     let mut probe = system.probe("reader").unwrap();
     let mut decisions = system.subscribe_supervision();
     let pulled = stats_of(&system, &clock).pulled;

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use mote_example_protocol::{Clock, ClockReading, Counter};
 use mote_host::HostConfig;
-use mote_tests::{ask_as, next, next_as, system_configured, tell, tell_from, wait_until};
+use mote_tests::{
+    ask_as, burn_rounds, next, next_as, system_configured, tell, tell_from, wait_until,
+};
 
 fn metric(system: &mote_host::ActorSystem, series: &str) -> f64 {
     let metrics = system.metrics(&mote_host::MetricsQuery::default());
@@ -93,12 +95,8 @@ async fn a_running_or_preempted_call_keeps_its_stack() {
     for c in 0..clocks {
         system.spawn(&format!("clock{c}"), "clock", b"").unwrap();
     }
-    let first: ClockReading = ask_as(&system, "/user/clock0", &Clock::Read).await;
     // Calibrate busy work of about 200 ms.
-    let rounds = 2_000_000;
-    let trial: ClockReading = ask_as(&system, "/user/clock0", &Clock::Burn(rounds)).await;
-    let per_round = (trial.cpu_ns - first.cpu_ns).max(1) as f64 / rounds as f64;
-    let rounds = (200e6 / per_round) as u64;
+    let rounds = burn_rounds(&system, "/user/clock0", Duration::from_millis(200)).await;
     let mut probe = system.probe("p").unwrap();
     for c in 0..clocks {
         tell_from(&probe, &format!("/user/clock{c}"), &Clock::Read);

@@ -195,11 +195,7 @@ async fn a_call_is_charged_its_cpu_time_not_the_time_the_os_gave_its_core_to_oth
     let (core, system) = on_one_core(None, || system_configured(config, &["clock"]));
     system.spawn("clock", "clock", b"").unwrap();
     // Busy work that takes about 0.6 of the deadline on that core, measured here.
-    let rounds = 2_000_000;
-    let before: ClockReading = ask_as(&system, "/user/clock", &Clock::Read).await;
-    let trial: ClockReading = ask_as(&system, "/user/clock", &Clock::Burn(rounds)).await;
-    let per_round = (trial.cpu_ns - before.cpu_ns).max(1) as f64 / rounds as f64;
-    let rounds = (deadline.as_nanos() as f64 * 0.6 / per_round) as u64;
+    let rounds = burn_rounds(&system, "/user/clock", deadline.mul_f64(0.6)).await;
     // Five busy threads join it there: the worker gets about a sixth of the core (the OS
     // shares a core equally among the threads that want it), so the work takes several times
     // the deadline in wall-clock time (charged a slice a tick, it failed at 1.6 to 1.8 s).
