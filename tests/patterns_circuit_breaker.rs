@@ -312,13 +312,7 @@ async fn a_circuit_breaker_with_a_bad_configuration_fails_to_start_with_the_reas
             .spawn(&format!("cb{n}"), "circuit-breaker", config)
             .unwrap();
         // An earlier case's actor, restarted by the guardian, may fail again meanwhile.
-        let path = format!("/user/cb{n}");
-        let event = loop {
-            let event = next_decision(&mut events).await;
-            if event.child.path.as_str() == path {
-                break event;
-            }
-        };
+        let event = decision_for(&mut events, &format!("/user/cb{n}")).await;
         assert!(format!("{event:?}").contains(reason), "{reason}: {event:?}");
     }
     system.shutdown().await.unwrap();

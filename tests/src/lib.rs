@@ -145,6 +145,20 @@ pub async fn next_decision(
         .expect("supervision events")
 }
 
+/// Waits (up to [`DEADLINE`] each) for the next supervision decision about the actor at `path`,
+/// skipping decisions about others (an earlier actor the guardian restarted may fail again).
+pub async fn decision_for(
+    events: &mut tokio::sync::broadcast::Receiver<mote_host::SupervisionEvent>,
+    path: &str,
+) -> mote_host::SupervisionEvent {
+    loop {
+        let event = next_decision(events).await;
+        if event.child.path.as_str() == path {
+            return event;
+        }
+    }
+}
+
 /// Waits (up to [`DEADLINE`]) for the host to report that it watches canaries.
 pub async fn canary_watch_begins(
     progress: &mut tokio::sync::broadcast::Receiver<mote_host::Progress>,
