@@ -118,7 +118,7 @@ impl Callouts {
 }
 
 /// One actor's call-outs (shared by the instances of one incarnation during an upgrade).
-pub(crate) struct Outbox(Arc<Mutex<Slots>>);
+pub(crate) struct Outbox(Option<Arc<Mutex<Slots>>>);
 
 /// The call-outs of one actor by id.
 #[derive(Default)]
@@ -157,12 +157,19 @@ impl Drop for Slots {
 }
 
 impl Outbox {
+    /// No slots yet: they are made at the first call-out, as most actors never make one.
     fn new() -> Outbox {
-        Outbox(Arc::new(Mutex::new(Slots::default())))
+        Outbox(None)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Slots> {
-        lock(&self.0)
+    /// Its slots, made now if this is its first call-out.
+    fn slots(&mut self) -> &Arc<Mutex<Slots>> {
+        self.0.get_or_insert_default()
+    }
+
+    /// Its slots, locked, if it ever made a call-out.
+    fn lock(&self) -> Option<MutexGuard<'_, Slots>> {
+        self.0.as_deref().map(lock)
     }
 }
 
@@ -198,19 +205,21 @@ impl Capability for Callouts {
     }
 
     fn capture(&self, _actor: &ActorCore, state: &Outbox) -> Result<Vec<u8>, String> {
-        match state.lock().calls.len() {
+        match state.lock().map_or(0, |slots| slots.calls.len()) {
             0 => Ok(Vec::new()),
             n => Err(format!("{n} HTTP call-out(s) in flight")),
         }
     }
 
     fn restarting(&self, _actor: &Address, state: &mut Outbox) {
-        state.lock().close();
+        if let Some(mut slots) = state.lock() {
+            slots.close();
+        }
     }
 
     fn stopped(&self, _kernel: &Arc<Kernel>, _actor: &Address, state: Option<&mut Outbox>) {
-        if let Some(state) = state {
-            state.lock().close();
+        if let Some(mut slots) = state.and_then(|state| state.lock()) {
+            slots.close();
         }
     }
 
@@ -221,7 +230,11 @@ impl Capability for Callouts {
         // Only the news of an outcome this instance can still take.
         let id = decode_id(&envelope.body);
         envelope.sender.is_none()
-            && id.is_some_and(|id| matches!(state.lock().calls.get(&id), Some(Slot::Done(_))))
+            && id.is_some_and(|id| {
+                state
+                    .lock()
+                    .is_some_and(|slots| matches!(slots.calls.get(&id), Some(Slot::Done(_))))
+            })
     }
 }
 
@@ -497,7 +510,7 @@ impl callouts::Host for Call<'_, Callouts> {
             self.actor.kernel.config.max_message_bytes,
         )?;
         {
-            let slots = self.state.lock();
+            let slots = lock(self.state.slots());
             if slots.closed {
                 return Err(CalloutError::Failed("this actor is stopping".into()));
             }
@@ -513,9 +526,10 @@ impl callouts::Host for Call<'_, Callouts> {
             CalloutError::Failed(format!("the host cannot make call-outs: {e}"))
         })?;
         let id = self.cap.next_id.fetch_add(1, Ordering::Relaxed);
-        self.state.lock().calls.insert(id, Slot::Starting);
+        let slots = self.state.slots();
+        lock(slots).calls.insert(id, Slot::Starting);
         let start = Start {
-            slots: Arc::downgrade(&self.state.0),
+            slots: Arc::downgrade(slots),
             id,
             prepared: Some(prepared),
             runtime,
@@ -529,7 +543,7 @@ impl callouts::Host for Call<'_, Callouts> {
     }
 
     fn http_response(&mut self, id: u64) -> Option<Outcome> {
-        let mut slots = self.state.lock();
+        let mut slots = self.state.lock()?;
         if !matches!(slots.calls.get(&id), Some(Slot::Done(_))) {
             return None;
         }
@@ -607,14 +621,20 @@ mod tests {
 
     #[test]
     fn closing_drops_every_call_out() {
-        let outbox = Outbox::new();
-        outbox
-            .lock()
+        let mut outbox = Outbox::new();
+        assert!(
+            outbox.lock().is_none(),
+            "no slots before the first call-out"
+        );
+        let mut slots = lock(outbox.slots());
+        slots
             .calls
             .insert(1, Slot::Done(Err(CalloutError::Timeout)));
-        outbox.lock().calls.insert(2, Slot::Starting);
-        outbox.lock().close();
-        assert!(outbox.lock().calls.is_empty());
-        assert!(outbox.lock().closed);
+        slots.calls.insert(2, Slot::Starting);
+        slots.close();
+        drop(slots);
+        let slots = outbox.lock().expect("made by the first call-out");
+        assert!(slots.calls.is_empty());
+        assert!(slots.closed);
     }
 }

@@ -44,8 +44,9 @@ pub(crate) struct Meter {
     /// Calls begun so far: a resumed mark counts only for the call it was taken in.
     calls: u64,
     /// Where a call was seen running again after the yield of its last tick (set by that
-    /// yield), with the number of that call.
-    resumed: Arc<Mutex<Option<(u64, Mark)>>>,
+    /// yield), with the number of that call; made at the first yield, as most actors' calls
+    /// never reach a tick.
+    resumed: Option<Arc<Resumed>>,
     /// Set when the guest tried to grow its memory past the limit.
     memory_hit: bool,
     /// The bytes of linear memory the current store's memories take together.
@@ -53,6 +54,9 @@ pub(crate) struct Meter {
     /// What this incarnation has done and used so far, over all its instances.
     pub(crate) stats: Arc<ActorStats>,
 }
+
+/// Where the yield after a tick saw its call run again.
+type Resumed = Mutex<Option<(u64, Mark)>>;
 
 /// A point a call was seen running at: its worker thread, that worker's poll count and the
 /// thread's CPU time.
@@ -104,7 +108,7 @@ impl Meter {
             used: Duration::ZERO,
             mark: None,
             calls: 0,
-            resumed: Arc::default(),
+            resumed: None,
             memory_hit: false,
             memory_total: 0,
             stats,
@@ -132,8 +136,10 @@ impl Meter {
     /// Charges the call for a tick it ran through, seen at `now`: the CPU time since its last
     /// mark if that was in the same poll, else a whole slice.
     fn charge(&mut self, now: Option<Mark>) -> wasmtime::Result<()> {
-        let resumed = lock(&self.resumed)
-            .take()
+        let resumed = self
+            .resumed
+            .as_deref()
+            .and_then(|resumed| lock(resumed).take())
             .and_then(|(call, mark)| (call == self.calls).then_some(mark));
         let since = resumed.or(self.mark);
         let charge = match (since, now) {
@@ -150,8 +156,9 @@ impl Meter {
 
     /// The yield after a tick: it gives the worker to others once, and marks where the call
     /// runs again, so that the next tick charges only the CPU time from there.
-    pub(crate) fn yield_marked(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        let (resumed, call) = (self.resumed.clone(), self.calls);
+    pub(crate) fn yield_marked(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let resumed = self.resumed.get_or_insert_default().clone();
+        let call = self.calls;
         let mut yielded = false;
         Box::pin(std::future::poll_fn(move |cx| {
             if yielded {
@@ -171,7 +178,7 @@ impl Meter {
 }
 
 /// The resumed mark, even if a panic poisoned its lock (it holds a plain value).
-fn lock(resumed: &Mutex<Option<(u64, Mark)>>) -> std::sync::MutexGuard<'_, Option<(u64, Mark)>> {
+fn lock(resumed: &Resumed) -> std::sync::MutexGuard<'_, Option<(u64, Mark)>> {
     resumed.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -321,11 +328,11 @@ mod tests {
         meter.begin_call();
         meter.charge(at(5, 100)).unwrap();
         // The yield resumed in poll 7, at 200 ms: the 100 ms between were other tasks'.
-        *lock(&meter.resumed) = at(7, 200).map(|m| (meter.calls, m));
+        *lock(meter.resumed.get_or_insert_default()) = at(7, 200).map(|m| (meter.calls, m));
         meter.charge(at(7, 204)).unwrap();
         assert_eq!(meter.used, Duration::from_millis(14));
         // A call that ends right after its yield resumed leaves the mark behind.
-        *lock(&meter.resumed) = at(8, 300).map(|m| (meter.calls, m));
+        *lock(meter.resumed.get_or_insert_default()) = at(8, 300).map(|m| (meter.calls, m));
         meter.begin_call();
         meter.charge(at(8, 301)).unwrap();
         assert_eq!(
@@ -337,7 +344,8 @@ mod tests {
 
     #[test]
     fn the_yield_after_a_tick_gives_the_worker_up_once() {
-        let meter = meter();
+        let mut meter = meter();
+        assert!(meter.resumed.is_none(), "made at the first yield only");
         let mut yielding = meter.yield_marked();
         let (counting, waker) =
             crate::sched::tests::Counting::new(std::task::Waker::noop().clone());
@@ -346,7 +354,7 @@ mod tests {
         assert_eq!(counting.woken(), 1, "it asks to be polled again");
         assert!(yielding.as_mut().poll(&mut cx).is_ready());
         assert_eq!(
-            *lock(&meter.resumed),
+            *lock(meter.resumed.as_deref().expect("made by the yield")),
             None,
             "off the workers it marks nothing"
         );
