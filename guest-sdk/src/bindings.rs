@@ -15,4 +15,15 @@ wit_bindgen::generate!({
     export_macro_name: "__export_world",
     default_bindings_module: "mote_guest::bindings",
     additional_derives: [PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize],
+    // Its helper is kept through a function pointer in every interface module: one more
+    // function reference in every instance's vmctx. `link_component_type` replaces it.
+    disable_custom_section_link_helpers: true,
 });
+
+/// Links the code beside the component type's custom section (which `wit-component` reads to
+/// make the component), and so the section, into every actor: [`crate::runtime::start`] calls
+/// it directly, where wit-bindgen's own helper would be a function pointer.
+#[inline(never)]
+pub(crate) fn link_component_type() {
+    wit_bindgen::rt::maybe_link_cabi_realloc();
+}

@@ -20,6 +20,7 @@ pub type State<A> = LocalKey<RefCell<Option<Instance<A>>>>;
 
 /// Runs [`Actor::start`] and stores the new instance.
 pub fn start<A: Actor>(state: &'static State<A>, init: &[u8]) -> Result<(), String> {
+    crate::bindings::link_component_type();
     install(state, || Instance::<A>::start(init))
 }
 
@@ -197,9 +198,14 @@ fn perform(ops: Vec<StashOp>) {
         match op {
             StashOp::Stash => {
                 if let Err(e) = stash::stash() {
-                    let why = format!("the stash refused the message: {e:?}");
-                    host::log(LogLevel::Warn, &why);
-                    host::reject(&why);
+                    // Written out, not `{e:?}`: a `Debug` impl reached through a format is one
+                    // more function reference in every instance's vmctx.
+                    let why = match e {
+                        stash::StashError::NoMessage => "the stash refused the message: NoMessage",
+                        stash::StashError::Full => "the stash refused the message: Full",
+                    };
+                    host::log(LogLevel::Warn, why);
+                    host::reject(why);
                 }
             }
             StashOp::UnstashAll => {
