@@ -117,7 +117,8 @@ impl Callouts {
     }
 }
 
-/// One actor's call-outs (shared by the instances of one incarnation during an upgrade).
+/// One actor's call-outs (shared by the instances of one incarnation during an upgrade, once
+/// the first call-out made them: an instance that never made one hands on none).
 pub(crate) struct Outbox(Option<Arc<Mutex<Slots>>>);
 
 /// The call-outs of one actor by id.
