@@ -9,9 +9,16 @@
 //! Invariants:
 //! - A slot handed out is zero-filled: fresh pages are, and returned slots are `MADV_DONTNEED`ed
 //!   (which also gives their RAM back) in batches, always before reuse.
-//! - Memories never move and never grow past their slot: the engine is configured with no
-//!   reservation and no guard (`memory_reservation(0)`, `memory_guard_size(0)`), so compiled code
-//!   bounds-checks every access explicitly and needs no guard region.
+//! - A memory never grows past its slot: the engine is configured with no reservation and no
+//!   guard (`memory_reservation(0)`, `memory_guard_size(0)`), so compiled code bounds-checks
+//!   every access explicitly against the memory's current size and needs no guard region.
+//! - A memory starts in a *first slot* the size of its initial memory (rounded up to a wasm
+//!   page; under 2 MiB), packed with others of that size, so that the hot pages of several
+//!   actors share the page-table page that maps 2 MiB. Growing past it moves the memory to a
+//!   *full slot* of the host's limit, once: the pages that hold data are copied, the first slot
+//!   is given back, and wasmtime reloads the base (`LinearMemory::byte_capacity` is how far it
+//!   grows without moving; memories may move, wasmtime's default). A shared memory, which may
+//!   never move, takes a full slot at once.
 //! - No slot is backed by transparent huge pages: every mapping is `MADV_NOHUGEPAGE`, so a
 //!   touched page of a memory or stack costs 4 KiB of RAM even where the kernel's THP mode is
 //!   `always` (there, a slot's first touch would otherwise take 2 MiB).
@@ -40,6 +47,11 @@ const CHUNK_SLOTS: usize = 256;
 /// Returned slots are zeroed in batches of this many: each `madvise` costs every core a TLB
 /// flush, and neighbouring slots merge into one call.
 const FLUSH_AT: usize = 64;
+/// The size of a wasm page.
+const WASM_PAGE: usize = 64 << 10;
+/// A memory whose initial size is under this starts in a first slot of that size: a
+/// page-table page maps 2 MiB, so the hot pages of neighbouring small memories share one.
+const FIRST_SLOT_MAX: usize = 2 << 20;
 
 /// A pool of equal, page-aligned slots.
 struct Slots {
@@ -152,58 +164,113 @@ impl Arena {
     }
 }
 
-/// Creates linear memories of at most `slot` bytes from the memory arena.
-pub(crate) struct Memories(Arc<Arena>);
+/// Creates linear memories from the memory arenas: each first in a slot the size of its
+/// initial memory, packed with others of that size, and in a slot of the host's limit once it
+/// grows past that.
+pub(crate) struct Memories {
+    /// Slots of the host's memory limit.
+    full: Arc<Arena>,
+    /// The host's memory limit, the size of a full slot.
+    limit: usize,
+    /// Arenas of first slots, by slot size.
+    first: Mutex<BTreeMap<usize, Arc<Arena>>>,
+}
 
 impl Memories {
-    pub(crate) fn new(slot: usize) -> Self {
-        Memories(Arena::new(slot, "linear memories"))
+    pub(crate) fn new(limit: usize) -> Self {
+        let full = Arena::new(limit, "linear memories");
+        let limit = full.slots().slot;
+        Memories {
+            full,
+            limit,
+            first: Mutex::default(),
+        }
+    }
+
+    /// The arena of first slots of `size` bytes, made at its first use.
+    fn first_arena(&self, size: usize) -> Arc<Arena> {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first
+            .entry(size)
+            .or_insert_with(|| Arena::new(size, "linear memories' first slots"))
+            .clone()
     }
 }
 
-// SAFETY: memories are zero-filled, never move, and stay valid until dropped (see module docs).
+// SAFETY: memories are zero-filled, move only as `LinearMemory` allows (past their capacity),
+// and stay valid until dropped (see module docs).
 unsafe impl MemoryCreator for Memories {
     fn new_memory(
         &self,
-        _ty: MemoryType,
+        ty: MemoryType,
         minimum: usize,
         maximum: Option<usize>,
         reserved_size_in_bytes: Option<usize>,
         guard_size_in_bytes: usize,
     ) -> Result<Box<dyn LinearMemory>, String> {
-        let mut slots = self.0.slots();
         // The slot is the whole reservation; compiled code relies on no guard region.
-        if guard_size_in_bytes > 0 || reserved_size_in_bytes.is_some_and(|r| r > slots.slot) {
+        if guard_size_in_bytes > 0 || reserved_size_in_bytes.is_some_and(|r| r > self.limit) {
             return Err(format!(
                 "arena memories take no guard and reserve at most {} bytes \
                  (asked: {reserved_size_in_bytes:?} + {guard_size_in_bytes})",
-                slots.slot
+                self.limit
             ));
         }
-        let capacity = maximum.map_or(slots.slot, |m| m.min(slots.slot));
-        if minimum > capacity {
+        let limit = maximum.map_or(self.limit, |m| m.min(self.limit));
+        if minimum > limit {
             return Err(format!(
-                "the module needs {minimum} bytes of memory, more than the limit of {capacity}"
+                "the module needs {minimum} bytes of memory, more than the limit of {limit}"
             ));
         }
-        let base = slots.take()?;
+        // A shared memory may never move, so it takes its full slot at once.
+        let first = minimum.max(1).next_multiple_of(WASM_PAGE);
+        let (arena, capacity) = match first < FIRST_SLOT_MAX && first < limit && !ty.is_shared() {
+            true => (self.first_arena(first), first),
+            false => (self.full.clone(), limit),
+        };
+        let base = arena.slots().take()?;
         Ok(Box::new(Memory {
-            arena: self.0.clone(),
+            arena,
+            full: self.full.clone(),
             base,
             size: minimum,
             capacity,
+            limit,
         }))
     }
 }
 
 struct Memory {
+    /// The arena of the slot at `base`.
     arena: Arc<Arena>,
+    /// The arena of full slots, which a memory moves to when it outgrows its first slot.
+    full: Arc<Arena>,
     base: usize,
     size: usize,
+    /// The bytes it can grow to without moving: its slot's size, or `limit` in a full slot.
     capacity: usize,
+    /// The most it can ever grow to.
+    limit: usize,
 }
 
-// SAFETY: `base..base + capacity` is mapped read-write and owned by this memory until dropped.
+impl Memory {
+    /// Moves the memory to a full slot: its pages that hold data are copied, and its first
+    /// slot is given back.
+    fn move_to_full_slot(&mut self) -> wasmtime::Result<()> {
+        let base = self.full.slots().take().map_err(wasmtime::Error::msg)?;
+        // SAFETY: the old slot is this memory's, `size` bytes long and not in use during a
+        // grow; the new one is a zeroed full slot just taken, at least `limit` long.
+        unsafe { copy_held_pages(self.base, base, self.size) };
+        let old = std::mem::replace(&mut self.arena, self.full.clone());
+        old.slots().give(self.base);
+        self.base = base;
+        self.capacity = self.limit;
+        Ok(())
+    }
+}
+
+// SAFETY: `base..base + capacity` is mapped read-write and owned by this memory until dropped
+// or moved; growth up to `capacity` never moves it.
 unsafe impl LinearMemory for Memory {
     fn byte_size(&self) -> usize {
         self.size
@@ -214,11 +281,14 @@ unsafe impl LinearMemory for Memory {
     }
 
     fn grow_to(&mut self, new_size: usize) -> wasmtime::Result<()> {
-        if new_size > self.capacity {
+        if new_size > self.limit {
             wasmtime::bail!(
                 "memory cannot grow to {new_size} bytes: the host's limit is {}",
-                self.capacity
+                self.limit
             );
+        }
+        if new_size > self.capacity {
+            self.move_to_full_slot()?;
         }
         self.size = new_size;
         Ok(())
@@ -233,6 +303,49 @@ impl Drop for Memory {
     fn drop(&mut self) {
         self.arena.slots().give(self.base);
     }
+}
+
+/// Copies the pages of `from..from + len` that hold data to `to`: those resident or swapped
+/// out, as `/proc/self/pagemap` tells, or every page where it cannot be read. A page never
+/// touched is zero, as `to`'s is already.
+///
+/// # Safety
+/// `from..from + len` and `to..to + len` are mapped, readable and writable, do not overlap,
+/// and nothing else uses them meanwhile; `to` is zero-filled.
+unsafe fn copy_held_pages(from: usize, to: usize, len: usize) {
+    let pages = len.div_ceil(PAGE);
+    let held = held_pages(from, pages);
+    for page in 0..pages {
+        if held.as_ref().is_none_or(|held| held[page]) {
+            let at = page * PAGE;
+            let n = PAGE.min(len - at);
+            // SAFETY: within both ranges, per the caller.
+            unsafe {
+                std::ptr::copy_nonoverlapping((from + at) as *const u8, (to + at) as *mut u8, n)
+            };
+        }
+    }
+}
+
+/// For each of `pages` pages from `addr`, whether it is resident or swapped out; `None` if
+/// `/proc/self/pagemap` cannot be read.
+fn held_pages(addr: usize, pages: usize) -> Option<Vec<bool>> {
+    use std::os::unix::fs::FileExt;
+    static PAGEMAP: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let pagemap = PAGEMAP
+        .get_or_init(|| std::fs::File::open("/proc/self/pagemap").ok())
+        .as_ref()?;
+    let mut entries = vec![0u8; pages * 8];
+    pagemap
+        .read_exact_at(&mut entries, (addr / PAGE * 8) as u64)
+        .ok()?;
+    // Bit 63: present in RAM; bit 62: swapped out.
+    Some(
+        entries
+            .chunks_exact(8)
+            .map(|e| u64::from_ne_bytes(e.try_into().expect("8 bytes")) >> 62 != 0)
+            .collect(),
+    )
 }
 
 /// Creates fiber stacks from the stack arena, and gives the pages of parked ones back.
@@ -572,6 +685,99 @@ mod tests {
             memories
                 .new_memory(ty.clone(), PAGE, None, Some(0), 0)
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_small_memory_starts_packed_in_a_first_slot_and_moves_once_it_outgrows_it() {
+        let memories = Memories::new(8 * WASM_PAGE);
+        let ty = MemoryType::new(1, None);
+        let new = |ty: &MemoryType| memories.new_memory(ty.clone(), WASM_PAGE, None, Some(0), 0);
+        let mut a = new(&ty).unwrap();
+        let b = new(&ty).unwrap();
+        // Neighbours, one wasm page apart: their hot pages share page tables.
+        assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, WASM_PAGE);
+        assert_eq!(a.byte_capacity(), WASM_PAGE);
+        let first = a.as_ptr() as usize;
+        // SAFETY: within `a`'s first wasm page.
+        unsafe {
+            *a.as_ptr().add(5) = 1;
+            *a.as_ptr().add(WASM_PAGE - 1) = 2;
+        }
+        a.grow_to(3 * WASM_PAGE).unwrap();
+        let full = a.as_ptr() as usize;
+        assert_ne!(full, first, "moved to a full slot");
+        assert_eq!(
+            (a.byte_size(), a.byte_capacity()),
+            (3 * WASM_PAGE, 8 * WASM_PAGE)
+        );
+        // SAFETY: `a` is 3 wasm pages long now.
+        let data = unsafe { std::slice::from_raw_parts(a.as_ptr(), 3 * WASM_PAGE) };
+        assert_eq!(
+            (data[5], data[WASM_PAGE - 1]),
+            (1, 2),
+            "its data moved with it"
+        );
+        assert_eq!(
+            data.iter().map(|&b| b as usize).sum::<usize>(),
+            3,
+            "the rest is zero"
+        );
+        // Within its full slot it grows in place, up to the limit.
+        a.grow_to(8 * WASM_PAGE).unwrap();
+        assert_eq!(a.as_ptr() as usize, full);
+        assert!(a.grow_to(9 * WASM_PAGE).is_err());
+        // The first slot it left is handed out again, zeroed.
+        let c = new(&ty).unwrap();
+        assert_eq!(c.as_ptr() as usize, first);
+        // SAFETY: `c` is one wasm page long.
+        let reused = unsafe { std::slice::from_raw_parts(c.as_ptr(), WASM_PAGE) };
+        assert!(reused.iter().all(|&b| b == 0));
+        // A shared memory may never move: it takes a full slot (of its maximum) at once.
+        let shared = memories
+            .new_memory(
+                MemoryType::shared(1, 4),
+                WASM_PAGE,
+                Some(4 * WASM_PAGE),
+                Some(0),
+                0,
+            )
+            .unwrap();
+        assert_eq!(shared.byte_capacity(), 4 * WASM_PAGE);
+        // So does a memory too big for a first slot.
+        let big = Memories::new(FIRST_SLOT_MAX * 2)
+            .new_memory(MemoryType::new(32, None), FIRST_SLOT_MAX, None, Some(0), 0)
+            .unwrap();
+        assert_eq!(big.byte_capacity(), FIRST_SLOT_MAX * 2);
+    }
+
+    #[test]
+    fn a_moved_memory_copies_only_the_pages_that_hold_data() {
+        let arena = Arena::new(4 * PAGE, "test");
+        let from = arena.slots().take().unwrap();
+        let to = arena.slots().take().unwrap();
+        // SAFETY: `from` is a slot of this test's arena, four pages long.
+        unsafe {
+            *(from as *mut u8).add(9) = 3;
+            *(from as *mut u8).add(2 * PAGE + 9) = 4;
+        }
+        // SAFETY: two distinct zeroed slots of four pages, used by nothing else.
+        unsafe { copy_held_pages(from, to, 4 * PAGE) };
+        let copied: Vec<bool> = (0..4).map(|p| resident(to + p * PAGE)).collect();
+        assert_eq!(
+            copied,
+            [true, false, true, false],
+            "untouched pages stay untouched"
+        );
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe {
+                (
+                    *(to as *const u8).add(9),
+                    *(to as *const u8).add(2 * PAGE + 9),
+                )
+            },
+            (3, 4)
         );
     }
 
