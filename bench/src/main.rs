@@ -567,8 +567,8 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     // Idle, each actor gives its fiber stack back within two sweeps (unless --keep-stacks).
     // Waited for by the stacks given back now, not by the releases so far: an actor spawned
     // early may have given its stack back before its message came, and taken it up again.
-    let idle_rss = match args.keep_stacks {
-        true => rss,
+    let (idle_rss, idle_tables) = match args.keep_stacks {
+        true => (rss, tables),
         false => {
             let waiting = Instant::now();
             while system.stack_stats().released < answered {
@@ -577,7 +577,8 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            rss_bytes().saturating_sub(rss0)
+            let tables = page_table_bytes().saturating_sub(tables0) / live as u64;
+            (rss_bytes().saturating_sub(rss0), tables)
         }
     };
     // One scrape of the metrics with every actor live (after RSS was read).
@@ -592,7 +593,7 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     println!(
         "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
          spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} idle_rss_bytes_per_actor={} \
-         page_table_bytes_per_actor={tables} minor_faults_per_actor={faults:.1} fresh_page_us={page_us:.2} \
+         page_table_bytes_per_actor={tables} idle_page_table_bytes_per_actor={idle_tables} minor_faults_per_actor={faults:.1} fresh_page_us={page_us:.2} \
          fresh_memory_floor_per_sec={floor:.0} mappings_per_actor={maps:.2} metrics_scrape_ms={scrape_ms:.1} \
          metrics_scrape_bytes={scraped}",
         answered as f64 / total,
