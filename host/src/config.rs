@@ -194,7 +194,8 @@ impl HostConfig {
 
     /// Limit of an actor's linear memory in bytes (default 128 MiB); a spawn may set a lower one.
     /// Growing past it is a failure of that actor, handled by its supervisor. Each actor's
-    /// memory is a slot of this size in a shared mapping: virtual space only, RAM as touched.
+    /// memory starts in a slot the size of its initial memory and, once it grows past that, moves
+    /// to a slot of this size in a shared mapping: virtual space only, RAM as touched.
     pub fn memory_limit(&mut self, bytes: usize) -> &mut Self {
         self.memory_limit = bytes;
         self
