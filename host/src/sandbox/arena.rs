@@ -306,23 +306,35 @@ impl Drop for Memory {
 }
 
 /// Copies the pages of `from..from + len` that hold data to `to`: those resident or swapped
-/// out, as `/proc/self/pagemap` tells, or every page where it cannot be read. A page never
-/// touched is zero, as `to`'s is already.
+/// out, as `/proc/self/pagemap` tells. A page never touched is zero, as `to`'s is already.
 ///
 /// # Safety
 /// `from..from + len` and `to..to + len` are mapped, readable and writable, do not overlap,
 /// and nothing else uses them meanwhile; `to` is zero-filled.
 unsafe fn copy_held_pages(from: usize, to: usize, len: usize) {
-    let pages = len.div_ceil(PAGE);
-    let held = held_pages(from, pages);
-    for page in 0..pages {
-        if held.as_ref().is_none_or(|held| held[page]) {
-            let at = page * PAGE;
-            let n = PAGE.min(len - at);
-            // SAFETY: within both ranges, per the caller.
-            unsafe {
-                std::ptr::copy_nonoverlapping((from + at) as *const u8, (to + at) as *mut u8, n)
-            };
+    let held = held_pages(from, len.div_ceil(PAGE));
+    // SAFETY: per the caller.
+    unsafe { copy_pages(from, to, len, held.as_deref()) }
+}
+
+/// Copies the pages of `from..from + len` that `held` marks to `to`; without `held` (no
+/// pagemap), the pages that are not all zero, so that `to` gains no page it does not need.
+///
+/// # Safety
+/// As [`copy_held_pages`].
+unsafe fn copy_pages(from: usize, to: usize, len: usize, held: Option<&[bool]>) {
+    for page in 0..len.div_ceil(PAGE) {
+        let at = page * PAGE;
+        let n = PAGE.min(len - at);
+        // SAFETY: within `from..from + len`, per the caller.
+        let source = unsafe { std::slice::from_raw_parts((from + at) as *const u8, n) };
+        let copy = match held {
+            Some(held) => held[page],
+            None => source.iter().any(|&b| b != 0),
+        };
+        if copy {
+            // SAFETY: within `to..to + len`, which does not overlap the source.
+            unsafe { std::ptr::copy_nonoverlapping(source.as_ptr(), (to + at) as *mut u8, n) };
         }
     }
 }
@@ -779,6 +791,14 @@ mod tests {
             },
             (3, 4)
         );
+        // Without pagemap, the pages that are all zero are not written either.
+        let again = arena.slots().take().unwrap();
+        // SAFETY: a third zeroed slot of four pages; `from` is unchanged.
+        unsafe { copy_pages(from, again, 4 * PAGE, None) };
+        let copied: Vec<bool> = (0..4).map(|p| resident(again + p * PAGE)).collect();
+        assert_eq!(copied, [true, false, true, false]);
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(again as *const u8).add(2 * PAGE + 9) }, 4);
     }
 
     /// Whether the page at `addr` is resident.
