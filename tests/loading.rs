@@ -1,9 +1,10 @@
 //! Loading modules: files that are not wasm, core modules and components of another world are
 //! refused with a clear error, and the host keeps running. The Rust examples are lean builds
 //! (`mote:actor` imports only) unless their manifest asks for WASI, a lean build's heap
-//! starts in its initial memory, and a lean counter's stack top, data and heap fit two pages.
+//! starts in its initial memory, a memory that moves to a bigger slot as it grows keeps its
+//! data, and a lean counter's stack top, data and heap fit two pages.
 
-use mote_example_protocol::{Counter, Crash};
+use mote_example_protocol::{Counter, Crash, GetValue, WorkerValue};
 use mote_host::ModuleError;
 use mote_tests::*;
 
@@ -118,6 +119,40 @@ async fn a_lean_rust_actors_heap_starts_in_its_initial_memory_and_grows_past_it(
         grown >= initial_memory("crasher") + (2 << 20),
         "{grown} bytes after holding 2 MiB"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_that_moves_while_a_message_is_lowered_into_it_keeps_its_data() {
+    // A memory starts in a slot the size of its initial memory and moves to a bigger slot
+    // when it grows past it (host/src/sandbox/arena.rs). A body twice the echo worker's whole
+    // initial memory grows it while the host lowers the message into it: the memory moves in
+    // the middle of a host call, and the worker's heap and state must move with it.
+    let system = system_with(&["echo_worker"]);
+    let mut probe = system.probe("p").unwrap();
+    let worker = system.spawn("e", "echo_worker", b"7").unwrap();
+    let value: WorkerValue = {
+        tell_from(&probe, "/user/e", &GetValue {});
+        next_as(&mut probe).await
+    };
+    assert_eq!(value.value, 7);
+    let initial = initial_memory("echo_worker");
+    assert_eq!(stats_of(&system, &worker).memory_bytes, initial);
+    let body: Vec<u8> = (0..2 * initial as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    probe.tell("/user/e", "echo", body.clone()).unwrap();
+    let echoed = next(&mut probe).await;
+    assert_eq!(echoed.kind, "echoed");
+    assert!(echoed.body == body, "the echoed body is not the one sent");
+    let grown = stats_of(&system, &worker).memory_bytes;
+    assert!(
+        grown > 2 * initial,
+        "{grown} bytes after a body of {}",
+        2 * initial
+    );
+    // Its state, in the heap that moved, is intact.
+    tell_from(&probe, "/user/e", &GetValue {});
+    assert_eq!(next_as::<WorkerValue>(&mut probe).await.value, 7);
 }
 
 #[test]
