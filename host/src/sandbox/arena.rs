@@ -48,7 +48,7 @@ const CHUNK_SLOTS: usize = 256;
 /// flush, and neighbouring slots merge into one call.
 const FLUSH_AT: usize = 64;
 /// The size of a wasm page.
-const WASM_PAGE: usize = 64 << 10;
+pub(super) const WASM_PAGE: usize = 64 << 10;
 /// A memory whose initial size is under this starts in a first slot of that size: a
 /// page-table page maps 2 MiB, so the hot pages of neighbouring small memories share one.
 const FIRST_SLOT_MAX: usize = 2 << 20;

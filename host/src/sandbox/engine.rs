@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::arena::{Memories, Stacks};
+use super::arena::{Memories, Stacks, WASM_PAGE};
 use super::periodic::Periodic;
 use crate::config::HostConfig;
 use crate::error::HostError;
@@ -111,9 +111,6 @@ pub(crate) fn build_engine(
     }
     Engine::new(&wasm).map_err(|e| HostError::Engine(e.into()))
 }
-
-/// The size of a wasm page.
-const WASM_PAGE: usize = 64 << 10;
 
 /// A thread that increments the engines' epochs every tick until dropped.
 pub(crate) struct EpochTicker {
