@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType, StackCreator, StackMemory};
 
@@ -172,8 +172,8 @@ pub(crate) struct Memories {
     full: Arc<Arena>,
     /// The host's memory limit, the size of a full slot.
     limit: usize,
-    /// Arenas of first slots, by slot size.
-    first: Mutex<BTreeMap<usize, Arc<Arena>>>,
+    /// Arenas of first slots, by slot size in wasm pages, each made at its first use.
+    first: [OnceLock<Arc<Arena>>; FIRST_SLOT_MAX / WASM_PAGE],
 }
 
 impl Memories {
@@ -183,16 +183,15 @@ impl Memories {
         Memories {
             full,
             limit,
-            first: Mutex::default(),
+            first: [const { OnceLock::new() }; FIRST_SLOT_MAX / WASM_PAGE],
         }
     }
 
-    /// The arena of first slots of `size` bytes, made at its first use.
+    /// The arena of first slots of `size` bytes (a multiple of a wasm page, under
+    /// [`FIRST_SLOT_MAX`]), made at its first use.
     fn first_arena(&self, size: usize) -> Arc<Arena> {
-        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
-        first
-            .entry(size)
-            .or_insert_with(|| Arena::new(size, "linear memories' first slots"))
+        self.first[size / WASM_PAGE]
+            .get_or_init(|| Arena::new(size, "linear memories' first slots"))
             .clone()
     }
 }
@@ -343,7 +342,7 @@ unsafe fn copy_pages(from: usize, to: usize, len: usize, held: Option<&[bool]>) 
 /// `/proc/self/pagemap` cannot be read.
 fn held_pages(addr: usize, pages: usize) -> Option<Vec<bool>> {
     use std::os::unix::fs::FileExt;
-    static PAGEMAP: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    static PAGEMAP: OnceLock<Option<std::fs::File>> = OnceLock::new();
     let pagemap = PAGEMAP
         .get_or_init(|| std::fs::File::open("/proc/self/pagemap").ok())
         .as_ref()?;
