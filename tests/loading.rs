@@ -130,11 +130,8 @@ async fn a_memory_that_moves_while_a_message_is_lowered_into_it_keeps_its_data()
     let system = system_with(&["echo_worker"]);
     let mut probe = system.probe("p").unwrap();
     let worker = system.spawn("e", "echo_worker", b"7").unwrap();
-    let value: WorkerValue = {
-        tell_from(&probe, "/user/e", &GetValue {});
-        next_as(&mut probe).await
-    };
-    assert_eq!(value.value, 7);
+    tell_from(&probe, "/user/e", &GetValue {});
+    assert_eq!(next_as::<WorkerValue>(&mut probe).await.value, 7);
     let initial = initial_memory("echo_worker");
     assert_eq!(stats_of(&system, &worker).memory_bytes, initial);
     let body: Vec<u8> = (0..2 * initial as u32)

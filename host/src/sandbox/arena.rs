@@ -703,9 +703,9 @@ mod tests {
     fn a_small_memory_starts_packed_in_a_first_slot_and_moves_once_it_outgrows_it() {
         let memories = Memories::new(8 * WASM_PAGE);
         let ty = MemoryType::new(1, None);
-        let new = |ty: &MemoryType| memories.new_memory(ty.clone(), WASM_PAGE, None, Some(0), 0);
-        let mut a = new(&ty).unwrap();
-        let b = new(&ty).unwrap();
+        let new = || memories.new_memory(ty.clone(), WASM_PAGE, None, Some(0), 0);
+        let mut a = new().unwrap();
+        let b = new().unwrap();
         // Neighbours, one wasm page apart: their hot pages share page tables.
         assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, WASM_PAGE);
         assert_eq!(a.byte_capacity(), WASM_PAGE);
@@ -739,7 +739,7 @@ mod tests {
         assert_eq!(a.as_ptr() as usize, full);
         assert!(a.grow_to(9 * WASM_PAGE).is_err());
         // The first slot it left is handed out again, zeroed.
-        let c = new(&ty).unwrap();
+        let c = new().unwrap();
         assert_eq!(c.as_ptr() as usize, first);
         // SAFETY: `c` is one wasm page long.
         let reused = unsafe { std::slice::from_raw_parts(c.as_ptr(), WASM_PAGE) };
