@@ -561,7 +561,9 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let total = start.elapsed().as_secs_f64();
     let rss = rss_bytes().saturating_sub(rss0);
     let live = answered.max(1);
-    let tables = page_table_bytes().saturating_sub(tables0) / live as u64;
+    // Page-table bytes per live actor, now: read again once the actors idle.
+    let tables_each = || page_table_bytes().saturating_sub(tables0) / live as u64;
+    let tables = tables_each();
     let faults = minor_faults().saturating_sub(faults0) as f64 / live as f64;
     let maps = mappings().saturating_sub(maps0) as f64 / live as f64;
     // Idle, each actor gives its fiber stack back within two sweeps (unless --keep-stacks).
@@ -577,8 +579,7 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            let tables = page_table_bytes().saturating_sub(tables0) / live as u64;
-            (rss_bytes().saturating_sub(rss0), tables)
+            (rss_bytes().saturating_sub(rss0), tables_each())
         }
     };
     // One scrape of the metrics with every actor live (after RSS was read).
