@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use wasmtime::component::{Func, Instance, TypedFunc};
+use wasmtime::component::Instance;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::actor::core::body_size;
@@ -19,11 +19,12 @@ use crate::actor::pull::Pull;
 use crate::actor::supervisor::{Directive, FailureKind};
 use crate::address::Address;
 use crate::caps::ActorState;
+use crate::deploy::exports::Exports;
 use crate::deploy::modules::Module;
 use crate::message::{Envelope, StopReason};
 use crate::sandbox::bindings::{
-    ActorWorld, WitAddress, WitDirective, WitFailureKind, WitMessage, from_wit_directive,
-    to_wit_address, to_wit_address_of, to_wit_failure_kind, to_wit_stop_reason,
+    WitMessage, from_wit_directive, to_wit_address, to_wit_address_of, to_wit_failure_kind,
+    to_wit_stop_reason,
 };
 use crate::sandbox::image::{self, CoreImage, ImageError};
 use crate::sandbox::meter::{CpuDeadlineExceeded, Metered};
@@ -115,12 +116,6 @@ pub(crate) struct Stillborn {
     pub(crate) state: Box<ActorState>,
 }
 
-type SuperviseFunc = TypedFunc<(WitAddress, WitFailureKind, String), (Option<WitDirective>,)>;
-type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
-type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
-/// The signature of `packed-receive.receive`.
-type PackedReceiveFunc<'a> = TypedFunc<(&'a [u8],), (Result<(), String>,)>;
-
 /// A packing buffer grown past this is dropped after the call, so that one big message does
 /// not stay with an idle actor.
 const KEEP_PACKED: usize = 4096;
@@ -130,11 +125,8 @@ pub(crate) struct ActorInstance {
     store: Store<ActorState>,
     /// The component instance, for its snapshot shim.
     instance: Instance,
-    bindings: ActorWorld,
-    supervise: Option<SuperviseFunc>,
-    upgrade: Option<(SaveStateFunc, MigrateFunc)>,
-    /// `packed-receive.receive`, type-checked as [`PackedReceiveFunc`], if exported.
-    packed: Option<Func>,
+    /// The functions the host calls, type-checked when its module was deployed.
+    exports: Exports,
     /// Whether its guest pulls bursts (see `actor::pull`).
     pulls: bool,
     /// The buffer messages are packed into for it.
@@ -184,48 +176,15 @@ impl ActorInstance {
             // The first fresh instances of a module say what its images diff against.
             snapshots.record(&mut store, instance).await;
         }
-        let bindings = match module.indices.load(&mut store, &instance) {
-            Ok(bindings) => bindings,
-            Err(e) => return Err(failed(store, "instantiation failed", e)),
-        };
-        let supervise = match module.supervise {
-            Some(index) => match instance.get_typed_func(&mut store, index) {
-                Ok(func) => Some(func),
-                Err(e) => return Err(failed(store, "bad supervise export", e)),
-            },
-            None => None,
-        };
-        let upgrade = match module.upgrade {
-            Some(exports) => {
-                let save = match instance.get_typed_func(&mut store, exports.save_state) {
-                    Ok(func) => func,
-                    Err(e) => return Err(failed(store, "bad save-state export", e)),
-                };
-                let migrate = match instance.get_typed_func(&mut store, exports.migrate) {
-                    Ok(func) => func,
-                    Err(e) => return Err(failed(store, "bad migrate export", e)),
-                };
-                Some((save, migrate))
-            }
-            None => None,
-        };
-        let packed = match module.packed_receive {
-            Some(index) => match instance
-                .get_typed_func::<(&[u8],), (Result<(), String>,)>(&mut store, index)
-            {
-                Ok(func) => Some(*func.func()),
-                Err(e) => return Err(failed(store, "bad packed-receive export", e)),
-            },
-            None => None,
+        let Some(exports) = module.exports.load(&mut store, &instance) else {
+            let missing = wasmtime::Error::msg("an export checked at deploy is not there");
+            return Err(failed(store, "instantiation failed", missing));
         };
         Ok(ActorInstance {
             store,
             instance,
-            bindings,
-            supervise,
-            upgrade,
-            packed,
-            // A module that pulls exports `packed-receive`, so `packed` is set.
+            exports,
+            // A module that pulls exports `packed-receive`.
             pulls: module.pulls,
             packing: Vec::new(),
             usage,
@@ -303,13 +262,10 @@ impl ActorInstance {
 
     pub(crate) async fn start(&mut self, init: &[u8]) -> Result<(), Failure> {
         self.begin_call();
-        let result = Metered::new(
-            self.bindings
-                .mote_actor_actor()
-                .call_start(&mut self.store, init),
-            self.usage.as_deref(),
-        )
-        .await;
+        let start = self.exports.start();
+        let call = start.call_async(&mut self.store, (init,));
+        let result = Metered::new(call, self.usage.as_deref()).await;
+        let result = result.map(|(r,)| r);
         self.flatten(result)
     }
 
@@ -332,8 +288,8 @@ impl ActorInstance {
         async move {
             self.begin_call();
             self.store.data_mut().core.trace = envelope.trace();
-            let (result, kind, body) = match self.packed {
-                Some(func) => {
+            let (result, kind, body) = match self.exports.packed() {
+                Some(typed) => {
                     pack(
                         envelope.sender.as_ref(),
                         &envelope.kind,
@@ -345,9 +301,6 @@ impl ActorInstance {
                     // Only `packed-receive` pulls: its guest's SDK handles what `next` hands
                     // over.
                     self.store.data_mut().core.pull = pull;
-                    // SAFETY: `func` was type-checked as this signature when the instance was
-                    // made.
-                    let typed = unsafe { PackedReceiveFunc::new_unchecked(func) };
                     let call = typed.call_async(&mut self.store, (&self.packing[..],));
                     let result = Metered::new(call, self.usage.as_deref()).await;
                     if self.packing.capacity() > KEEP_PACKED {
@@ -367,13 +320,10 @@ impl ActorInstance {
                         body: envelope.body,
                     };
                     self.enter(envelope.sender, msg.body.len());
-                    let result = Metered::new(
-                        self.bindings
-                            .mote_actor_actor()
-                            .call_receive(&mut self.store, &msg),
-                        self.usage.as_deref(),
-                    )
-                    .await;
+                    let receive = self.exports.receive();
+                    let call = receive.call_async(&mut self.store, (&msg,));
+                    let result = Metered::new(call, self.usage.as_deref()).await;
+                    let result = result.map(|(r,)| r);
                     // `actor.receive` does not pull: the lane goes back untouched.
                     self.store.data_mut().core.pull = pull;
                     (result, msg.kind, msg.body)
@@ -426,14 +376,10 @@ impl ActorInstance {
     pub(crate) async fn stopping(&mut self, reason: &StopReason) -> Result<(), Failure> {
         self.begin_call();
         let reason = to_wit_stop_reason(reason);
-        let result = Metered::new(
-            self.bindings
-                .mote_actor_actor()
-                .call_stopping(&mut self.store, &reason),
-            self.usage.as_deref(),
-        )
-        .await;
-        self.flatten(result.map(Ok))
+        let stopping = self.exports.stopping();
+        let call = stopping.call_async(&mut self.store, (&reason,));
+        let result = Metered::new(call, self.usage.as_deref()).await;
+        self.flatten(result.map(|()| Ok(())))
     }
 
     /// Asks the optional `supervise` export; `Ok(None)` if it is absent or defers.
@@ -443,7 +389,7 @@ impl ActorInstance {
         kind: FailureKind,
         error: &str,
     ) -> Result<Option<Directive>, Failure> {
-        let Some(func) = self.supervise else {
+        let Some(func) = self.exports.supervise() else {
             return Ok(None);
         };
         self.begin_call();
@@ -465,12 +411,12 @@ impl ActorInstance {
 
     /// Whether this instance exports the `upgrade` state hooks.
     pub(crate) fn upgradable(&self) -> bool {
-        self.upgrade.is_some()
+        self.exports.upgrade().is_some()
     }
 
     /// Asks the instance for the state to carry into a new version (`None` without the hooks).
     pub(crate) async fn save_state(&mut self) -> Result<Option<Vec<u8>>, Failure> {
-        let Some((save, _)) = self.upgrade else {
+        let Some((save, _)) = self.exports.upgrade() else {
             return Ok(None);
         };
         self.begin_call();
@@ -482,7 +428,7 @@ impl ActorInstance {
 
     /// Hands the state of an old version to this (new) instance, instead of `start`.
     pub(crate) async fn migrate(&mut self, from: &str, state: Vec<u8>) -> Result<(), Failure> {
-        let Some((_, migrate)) = self.upgrade else {
+        let Some((_, migrate)) = self.exports.upgrade() else {
             return Err(Failure::error("the new version has no migrate hook"));
         };
         self.begin_call();

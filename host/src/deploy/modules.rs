@@ -28,16 +28,16 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
+use wasmtime::component::{Component, InstancePre, Linker};
 
 use super::cache::{CompiledCache, ModuleStats};
-use super::checks::{self, CLOCK_IMPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use super::checks::{self, CLOCK_IMPORT};
+use super::exports::ExportIndices;
 use super::records::{self, ModuleRow};
 use crate::actor::pull;
 use crate::caps::ActorState;
 use crate::error::{HostError, ModuleError};
 use crate::progress::{Reports, Task};
-use crate::sandbox::bindings::ActorWorldIndices;
 use crate::sandbox::engine::{MemoryStrategy, strategy_for};
 use crate::sandbox::image::Snapshots;
 use crate::sandbox::instrument::{InstrumentError, instrument};
@@ -46,13 +46,6 @@ use crate::storage::Database;
 
 /// The version a module gets when none is given.
 pub const DEFAULT_VERSION: &str = "0";
-
-/// The functions of the optional `upgrade` export.
-#[derive(Clone, Copy)]
-pub(crate) struct UpgradeExports {
-    pub(crate) save_state: ComponentExportIndex,
-    pub(crate) migrate: ComponentExportIndex,
-}
 
 /// A compiled, checked module version ready to instantiate.
 pub(crate) struct Module {
@@ -66,14 +59,8 @@ pub(crate) struct Module {
     pub(crate) grants: Vec<String>,
     /// The component linked against the host's capabilities, ready to instantiate.
     pub(crate) pre: InstancePre<ActorState>,
-    /// Where its `actor` exports are, found once here rather than by name at every spawn.
-    pub(crate) indices: ActorWorldIndices,
-    /// The `supervise` function, if the component exports `supervisor`.
-    pub(crate) supervise: Option<ComponentExportIndex>,
-    /// The state hooks, if the component exports `upgrade`.
-    pub(crate) upgrade: Option<UpgradeExports>,
-    /// `receive` taking the message packed into one list, if the component exports it.
-    pub(crate) packed_receive: Option<ComponentExportIndex>,
+    /// Where the functions the host calls are, type-checked here rather than at every spawn.
+    pub(crate) exports: ExportIndices,
     /// Whether it pulls bursts (`actor::pull`): it exports `packed-receive` and imports
     /// `inbox`, so its guest reads the packed flag that tells it to.
     pub(crate) pulls: bool,
@@ -470,7 +457,7 @@ impl Modules {
                     version: m.version.to_string(),
                     hash: m.hash.to_string(),
                     current: *m.version == *entry.current,
-                    upgradable: m.upgrade.is_some(),
+                    upgradable: m.exports.upgradable(),
                     metered: m.metered,
                     memory: m.memory,
                     grants: m.grants.clone(),
@@ -531,23 +518,11 @@ fn prepare(
         .linker
         .instantiate_pre(component)
         .map_err(mismatch)?;
-    let indices = ActorWorldIndices::new(&pre).map_err(mismatch)?;
-    let export = |iface: &str, func: &str| {
-        component
-            .get_export_index(None, iface)
-            .and_then(|i| component.get_export_index(Some(&i), func))
-    };
-    let upgrade = match (
-        export(UPGRADE_EXPORT, "save-state"),
-        export(UPGRADE_EXPORT, "migrate"),
-    ) {
-        (Some(save_state), Some(migrate)) => Some(UpgradeExports {
-            save_state,
-            migrate,
-        }),
-        _ => None,
-    };
-    let packed_receive = export(PACKED_RECEIVE_EXPORT, "receive");
+    let exports = ExportIndices::new(&pre).map_err(|e| ModuleError::WrongWorld {
+        name: name.to_owned(),
+        reason: e.to_string(),
+        source: e.source.map(Into::into),
+    })?;
     let imports = |prefix: &str| {
         (component.component_type().imports(&backend.engine)).any(|(i, _)| i.starts_with(prefix))
     };
@@ -558,11 +533,8 @@ fn prepare(
         bytes: Arc::from(bytes),
         grants: grants.to_vec(),
         pre,
-        indices,
-        supervise: export(SUPERVISOR_EXPORT, "supervise"),
-        upgrade,
-        pulls: packed_receive.is_some() && imports(pull::IMPORT),
-        packed_receive,
+        pulls: exports.packed_receive() && imports(pull::IMPORT),
+        exports,
         metered: imports(CLOCK_IMPORT),
         memory,
         images: None,

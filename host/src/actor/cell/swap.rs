@@ -43,7 +43,7 @@ impl Cell {
             return None;
         };
         // 1. The state, if both versions speak the upgrade hooks.
-        let carried = if old.upgradable() && module.upgrade.is_some() {
+        let carried = if old.upgradable() && module.exports.upgradable() {
             match old.save_state().await {
                 Ok(state) => state,
                 Err(failure) => {

@@ -1,0 +1,361 @@
+//! The functions the host calls on an actor: found and type-checked once per module, when it is
+//! deployed, then looked up by index in each of its instances with no type check of their own.
+//!
+//! `get_typed_func` type-checks a function every time it is asked for it; for the three
+//! functions of the actor interface and the one that takes packed messages, that was about
+//! 3,700 instructions a spawn (callgrind), for a check whose answer cannot change between two
+//! instances of one component.
+//!
+//! Invariants (tested below):
+//! - Every index in [`ExportIndices`] names a function of the component its `InstancePre`
+//!   instantiates, checked against the signature the host calls it with (the type aliases
+//!   here), so [`Exports`] loaded from an instance of that `InstancePre` may be called with
+//!   `TypedFunc::new_unchecked` at those signatures.
+//! - A module with a required function missing, or any function it exports for the host (the
+//!   actor interface, `supervise`, the upgrade hooks, `packed-receive`) of another type, is
+//!   refused at deploy, naming that function.
+
+use wasmtime::AsContextMut;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{
+    ComponentExportIndex, ComponentNamedList, Func, Instance, InstancePre, Lift, Lower, TypedFunc,
+};
+
+use super::checks::{ACTOR_EXPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use crate::sandbox::bindings::{
+    WitAddress, WitDirective, WitFailureKind, WitMessage, WitStopReason,
+};
+
+/// `actor.start`.
+pub(crate) type StartFunc<'a> = TypedFunc<(&'a [u8],), (Result<(), String>,)>;
+/// `actor.receive`.
+pub(crate) type ReceiveFunc<'a> = TypedFunc<(&'a WitMessage,), (Result<(), String>,)>;
+/// `actor.stopping`.
+pub(crate) type StoppingFunc<'a> = TypedFunc<(&'a WitStopReason,), ()>;
+/// `supervisor.supervise`.
+pub(crate) type SuperviseFunc =
+    TypedFunc<(WitAddress, WitFailureKind, String), (Option<WitDirective>,)>;
+/// `upgrade.save-state`.
+pub(crate) type SaveStateFunc = TypedFunc<(), (Option<Vec<u8>>,)>;
+/// `upgrade.migrate`.
+pub(crate) type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)>;
+/// `packed-receive.receive`.
+pub(crate) type PackedReceiveFunc<'a> = TypedFunc<(&'a [u8],), (Result<(), String>,)>;
+
+/// Why a module's exports do not fit: the function, and what is wrong with it.
+///
+/// Its text names the function; wasmtime's type check, where that is what failed, is kept
+/// apart (`ModuleError::WrongWorld` makes it the error's source).
+#[derive(Debug)]
+pub(crate) struct ExportMismatch {
+    /// The function, as `interface#name`.
+    pub(crate) export: String,
+    /// What is wrong with it.
+    pub(crate) reason: String,
+    /// wasmtime's type check, where that is what failed.
+    pub(crate) source: Option<wasmtime::Error>,
+}
+
+impl std::fmt::Display for ExportMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "export `{}`: {}", self.export, self.reason)
+    }
+}
+
+/// Where a module's functions for the host are, each checked against its signature.
+#[derive(Clone, Debug)]
+pub(crate) struct ExportIndices {
+    start: ComponentExportIndex,
+    receive: ComponentExportIndex,
+    stopping: ComponentExportIndex,
+    supervise: Option<ComponentExportIndex>,
+    upgrade: Option<(ComponentExportIndex, ComponentExportIndex)>,
+    packed_receive: Option<ComponentExportIndex>,
+}
+
+impl ExportIndices {
+    /// Finds and type-checks the functions the host calls in `pre`'s component.
+    pub(crate) fn new<T>(pre: &InstancePre<T>) -> Result<Self, ExportMismatch> {
+        let required = |found: Option<ComponentExportIndex>, name: &str| {
+            found.ok_or_else(|| ExportMismatch {
+                export: format!("{ACTOR_EXPORT}#{name}"),
+                reason: "missing".to_owned(),
+                source: None,
+            })
+        };
+        let start = check::<_, (&[u8],), (Result<(), String>,)>(pre, ACTOR_EXPORT, "start")?;
+        let receive =
+            check::<_, (&WitMessage,), (Result<(), String>,)>(pre, ACTOR_EXPORT, "receive")?;
+        let stopping = check::<_, (&WitStopReason,), ()>(pre, ACTOR_EXPORT, "stopping")?;
+        let supervise = check::<_, (WitAddress, WitFailureKind, String), (Option<WitDirective>,)>(
+            pre,
+            SUPERVISOR_EXPORT,
+            "supervise",
+        )?;
+        // Both hooks or neither: one alone does not make a module upgradable.
+        let upgrade = match (
+            check::<_, (), (Option<Vec<u8>>,)>(pre, UPGRADE_EXPORT, "save-state")?,
+            check::<_, (String, Vec<u8>), (Result<(), String>,)>(pre, UPGRADE_EXPORT, "migrate")?,
+        ) {
+            (Some(save), Some(migrate)) => Some((save, migrate)),
+            _ => None,
+        };
+        let packed_receive =
+            check::<_, (&[u8],), (Result<(), String>,)>(pre, PACKED_RECEIVE_EXPORT, "receive")?;
+        Ok(ExportIndices {
+            start: required(start, "start")?,
+            receive: required(receive, "receive")?,
+            stopping: required(stopping, "stopping")?,
+            supervise,
+            upgrade,
+            packed_receive,
+        })
+    }
+
+    /// Whether the component exports both upgrade hooks.
+    pub(crate) fn upgradable(&self) -> bool {
+        self.upgrade.is_some()
+    }
+
+    /// Whether the component exports `packed-receive`.
+    pub(crate) fn packed_receive(&self) -> bool {
+        self.packed_receive.is_some()
+    }
+
+    /// The functions of `instance`, an instance of the `InstancePre` these indices were found
+    /// in; `None` if one of them is not there (never, for such an instance).
+    pub(crate) fn load(
+        &self,
+        mut store: impl AsContextMut,
+        instance: &Instance,
+    ) -> Option<Exports> {
+        let mut get = |index: &ComponentExportIndex| instance.get_func(&mut store, index);
+        let optional = |func: Option<Func>, index: &Option<ComponentExportIndex>| match index {
+            Some(_) => func.map(Some),
+            None => Some(None),
+        };
+        let start = get(&self.start)?;
+        let receive = get(&self.receive)?;
+        let stopping = get(&self.stopping)?;
+        let supervise = optional(self.supervise.as_ref().and_then(&mut get), &self.supervise)?;
+        let upgrade = match &self.upgrade {
+            Some((save, migrate)) => Some((get(save)?, get(migrate)?)),
+            None => None,
+        };
+        let packed = self.packed_receive.as_ref().map(&mut get);
+        let packed = optional(packed.flatten(), &self.packed_receive)?;
+        Some(Exports {
+            start,
+            receive,
+            stopping,
+            supervise,
+            upgrade,
+            packed,
+        })
+    }
+}
+
+/// The functions of one instance the host calls, each of the type its signature here says
+/// (see [`ExportIndices::load`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Exports {
+    start: Func,
+    receive: Func,
+    stopping: Func,
+    supervise: Option<Func>,
+    upgrade: Option<(Func, Func)>,
+    packed: Option<Func>,
+}
+
+impl Exports {
+    /// `actor.start`.
+    pub(crate) fn start<'a>(&self) -> StartFunc<'a> {
+        // SAFETY: checked as this signature at deploy (`ExportIndices::new`).
+        unsafe { StartFunc::new_unchecked(self.start) }
+    }
+
+    /// `actor.receive`.
+    pub(crate) fn receive<'a>(&self) -> ReceiveFunc<'a> {
+        // SAFETY: as for `start`.
+        unsafe { ReceiveFunc::new_unchecked(self.receive) }
+    }
+
+    /// `actor.stopping`.
+    pub(crate) fn stopping<'a>(&self) -> StoppingFunc<'a> {
+        // SAFETY: as for `start`.
+        unsafe { StoppingFunc::new_unchecked(self.stopping) }
+    }
+
+    /// `supervisor.supervise`, if exported.
+    pub(crate) fn supervise(&self) -> Option<SuperviseFunc> {
+        // SAFETY: as for `start`.
+        self.supervise
+            .map(|func| unsafe { SuperviseFunc::new_unchecked(func) })
+    }
+
+    /// The upgrade hooks, `save-state` and `migrate`, if both are exported.
+    pub(crate) fn upgrade(&self) -> Option<(SaveStateFunc, MigrateFunc)> {
+        // SAFETY: as for `start`.
+        self.upgrade.map(|(save, migrate)| unsafe {
+            (
+                SaveStateFunc::new_unchecked(save),
+                MigrateFunc::new_unchecked(migrate),
+            )
+        })
+    }
+
+    /// `packed-receive.receive`, if exported.
+    pub(crate) fn packed<'a>(&self) -> Option<PackedReceiveFunc<'a>> {
+        // SAFETY: as for `start`.
+        self.packed
+            .map(|func| unsafe { PackedReceiveFunc::new_unchecked(func) })
+    }
+}
+
+/// The index of `interface#name` if `pre`'s component exports it, checked to be a function
+/// taking `P` and returning `R`.
+fn check<T, P, R>(
+    pre: &InstancePre<T>,
+    interface: &str,
+    name: &str,
+) -> Result<Option<ComponentExportIndex>, ExportMismatch>
+where
+    P: ComponentNamedList + Lower,
+    R: ComponentNamedList + Lift,
+{
+    let component = pre.component();
+    let Some((item, index)) = component
+        .get_export(None, interface)
+        .and_then(|(_, instance)| component.get_export(Some(&instance), name))
+    else {
+        return Ok(None);
+    };
+    let mismatch = |reason: &str, source| ExportMismatch {
+        export: format!("{interface}#{name}"),
+        reason: reason.to_owned(),
+        source,
+    };
+    match item {
+        ComponentItem::ComponentFunc(func) => func
+            .typecheck::<P, R>(&pre.instance_type())
+            .map(|()| Some(index))
+            .map_err(|e| mismatch("not of the type the host calls it with", Some(e))),
+        _ => Err(mismatch("not a function", None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::{Engine, Store};
+
+    /// A component that exports the actor interface's functions named in `actor` (each does
+    /// nothing and succeeds), plus `extra`: component items that may use the core functions
+    /// `nothing` (returns 0) and `realloc`.
+    fn component(engine: &Engine, actor: &[&str], extra: &str) -> Component {
+        let funcs: String = actor
+            .iter()
+            .map(|f| format!("(export \"{f}\" (func ${f}))"))
+            .collect();
+        let wat = format!(
+            r#"(component
+                (core module $m
+                    (memory (export "mem") 1)
+                    (func (export "realloc") (param i32 i32 i32 i32) (result i32) i32.const 8)
+                    (func (export "nothing") (result i32) i32.const 0)
+                    (func (export "start") (param i32 i32) (result i32) i32.const 0)
+                    (func (export "receive") (param i32 i32 i32 i64 i32 i32 i32 i32) (result i32)
+                        i32.const 0)
+                    (func (export "stopping") (param i32 i32 i32)))
+                (core instance $i (instantiate $m))
+                (type $address' (record (field "path" string) (field "incarnation" u64)))
+                (export $address "address" (type $address'))
+                (type $message' (record (field "sender" (option $address)) (field "kind" string)
+                    (field "body" (list u8))))
+                (export $message "message" (type $message'))
+                (type $stop' (variant (case "normal") (case "failure" string)
+                    (case "parent-failure" string) (case "shutdown")))
+                (export $stop "stop-reason" (type $stop'))
+                (func $start (param "init" (list u8)) (result (result (error string)))
+                    (canon lift (core func $i "start") (memory (core memory $i "mem"))
+                        (realloc (core func $i "realloc"))))
+                (func $receive (param "msg" $message) (result (result (error string)))
+                    (canon lift (core func $i "receive") (memory (core memory $i "mem"))
+                        (realloc (core func $i "realloc"))))
+                (func $stopping (param "reason" $stop)
+                    (canon lift (core func $i "stopping") (memory (core memory $i "mem"))
+                        (realloc (core func $i "realloc"))))
+                (instance $actor
+                    (export "message" (type $message))
+                    (export "stop-reason" (type $stop))
+                    {funcs})
+                (export "{ACTOR_EXPORT}" (instance $actor))
+                {extra})"#
+        );
+        Component::new(engine, wat).expect("the test component is valid")
+    }
+
+    const ACTOR: &[&str] = &["start", "receive", "stopping"];
+
+    fn pre(engine: &Engine, component: &Component) -> InstancePre<()> {
+        Linker::new(engine).instantiate_pre(component).unwrap()
+    }
+
+    #[test]
+    fn functions_checked_at_deploy_are_called_unchecked_in_every_instance() {
+        let engine = Engine::default();
+        let pre = pre(&engine, &component(&engine, ACTOR, ""));
+        let indices = ExportIndices::new(&pre).unwrap();
+        assert!(!indices.packed_receive() && !indices.upgradable());
+        for _ in 0..2 {
+            let mut store = Store::new(&engine, ());
+            let instance = pre.instantiate(&mut store).unwrap();
+            let exports = indices.load(&mut store, &instance).unwrap();
+            assert!(exports.supervise().is_none() && exports.upgrade().is_none());
+            let (started,) = exports.start().call(&mut store, (b"init",)).unwrap();
+            assert_eq!(started, Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_module_without_an_actor_function_is_refused_naming_it() {
+        let engine = Engine::default();
+        let pre = pre(&engine, &component(&engine, &["start", "receive"], ""));
+        let err = ExportIndices::new(&pre).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("export `{ACTOR_EXPORT}#stopping`: missing")
+        );
+    }
+
+    #[test]
+    fn a_function_for_the_host_of_another_type_is_refused_naming_it() {
+        let engine = Engine::default();
+        let supervise = format!(
+            r#"(func $supervise (result u32) (canon lift (core func $i "nothing")))
+               (instance $s (export "supervise" (func $supervise)))
+               (export "{SUPERVISOR_EXPORT}" (instance $s))"#
+        );
+        let pre = pre(&engine, &component(&engine, ACTOR, &supervise));
+        let err = ExportIndices::new(&pre).unwrap_err();
+        assert_eq!(err.export, format!("{SUPERVISOR_EXPORT}#supervise"));
+        assert!(err.source.is_some(), "wasmtime's type check is kept");
+        assert!(err.to_string().contains("not of the type"), "{err}");
+    }
+
+    #[test]
+    fn one_upgrade_hook_alone_does_not_make_a_module_upgradable() {
+        let engine = Engine::default();
+        let save = format!(
+            r#"(func $save (result (option (list u8)))
+                   (canon lift (core func $i "nothing") (memory (core memory $i "mem"))
+                       (realloc (core func $i "realloc"))))
+               (instance $u (export "save-state" (func $save)))
+               (export "{UPGRADE_EXPORT}" (instance $u))"#
+        );
+        let pre = pre(&engine, &component(&engine, ACTOR, &save));
+        let indices = ExportIndices::new(&pre).unwrap();
+        assert!(!indices.upgradable());
+    }
+}
