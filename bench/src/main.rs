@@ -157,6 +157,8 @@ fn settle_allocator() {
 }
 
 const WAIT: Duration = Duration::from_secs(600);
+/// How long w2 waits for the next answer before it gives up on the guest.
+const STALL: Duration = Duration::from_secs(60);
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -551,12 +553,24 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
         probe.tell(&format!("/user/a{i}"), Counter::KIND, body.clone())?;
     }
     // Every actor answers, unless the host could not instantiate it (then the Get is a dead letter).
+    // A guest that does not answer `Counter::Get` (`--guest` with another protocol) stalls the
+    // run: it ends after `STALL` without an answer, saying so.
     let (mut answered, mut failed) = (0usize, 0usize);
     while answered + failed < n {
-        tokio::select! {
-            r = recv_as::<Counter>(&mut probe) => { r?; answered += 1; }
-            d = dead.recv() => { if d.is_ok() { failed += 1; } }
-        }
+        let next = async {
+            tokio::select! {
+                r = recv_as::<Counter>(&mut probe) => { r?; answered += 1; }
+                d = dead.recv() => { if d.is_ok() { failed += 1; } }
+            }
+            anyhow::Ok(())
+        };
+        tokio::time::timeout(STALL, next).await.map_err(|_| {
+            anyhow!(
+                "no answer for {} s after {answered} of {n}: does the counter guest answer \
+                 `Counter::Get` with `Counter::Value`?",
+                STALL.as_secs()
+            )
+        })??;
     }
     let total = start.elapsed().as_secs_f64();
     let rss = rss_bytes().saturating_sub(rss0);
