@@ -1,10 +1,10 @@
 //! The functions the host calls on an actor: found and type-checked once per module, when it is
 //! deployed, then looked up by index in each of its instances with no type check of their own.
 //!
-//! `get_typed_func` type-checks a function every time it is asked for it; for the three
-//! functions of the actor interface and the one that takes packed messages, that was about
-//! 3,700 instructions a spawn (callgrind), for a check whose answer cannot change between two
-//! instances of one component.
+//! `get_typed_func` type-checks a function every time it is asked for it, and every spawn
+//! asked for the actor interface's three and `packed-receive`: about 5,500 instructions of the
+//! 95,000 a spawn, its message and its stop took (callgrind), for a check whose answer cannot
+//! change between two instances of one component.
 //!
 //! Invariants (tested below):
 //! - Every index in [`ExportIndices`] names a function of the component its `InstancePre`
@@ -83,25 +83,19 @@ impl ExportIndices {
                 source: None,
             })
         };
-        let start = check::<_, (&[u8],), (Result<(), String>,)>(pre, ACTOR_EXPORT, "start")?;
-        let receive =
-            check::<_, (&WitMessage,), (Result<(), String>,)>(pre, ACTOR_EXPORT, "receive")?;
-        let stopping = check::<_, (&WitStopReason,), ()>(pre, ACTOR_EXPORT, "stopping")?;
-        let supervise = check::<_, (WitAddress, WitFailureKind, String), (Option<WitDirective>,)>(
-            pre,
-            SUPERVISOR_EXPORT,
-            "supervise",
-        )?;
+        let start = check::<_, StartFunc>(pre, ACTOR_EXPORT, "start")?;
+        let receive = check::<_, ReceiveFunc>(pre, ACTOR_EXPORT, "receive")?;
+        let stopping = check::<_, StoppingFunc>(pre, ACTOR_EXPORT, "stopping")?;
+        let supervise = check::<_, SuperviseFunc>(pre, SUPERVISOR_EXPORT, "supervise")?;
         // Both hooks or neither: one alone does not make a module upgradable.
         let upgrade = match (
-            check::<_, (), (Option<Vec<u8>>,)>(pre, UPGRADE_EXPORT, "save-state")?,
-            check::<_, (String, Vec<u8>), (Result<(), String>,)>(pre, UPGRADE_EXPORT, "migrate")?,
+            check::<_, SaveStateFunc>(pre, UPGRADE_EXPORT, "save-state")?,
+            check::<_, MigrateFunc>(pre, UPGRADE_EXPORT, "migrate")?,
         ) {
             (Some(save), Some(migrate)) => Some((save, migrate)),
             _ => None,
         };
-        let packed_receive =
-            check::<_, (&[u8],), (Result<(), String>,)>(pre, PACKED_RECEIVE_EXPORT, "receive")?;
+        let packed_receive = check::<_, PackedReceiveFunc>(pre, PACKED_RECEIVE_EXPORT, "receive")?;
         Ok(ExportIndices {
             start: required(start, "start")?,
             receive: required(receive, "receive")?,
@@ -130,20 +124,21 @@ impl ExportIndices {
         instance: &Instance,
     ) -> Option<Exports> {
         let mut get = |index: &ComponentExportIndex| instance.get_func(&mut store, index);
-        let optional = |func: Option<Func>, index: &Option<ComponentExportIndex>| match index {
-            Some(_) => func.map(Some),
-            None => Some(None),
-        };
         let start = get(&self.start)?;
         let receive = get(&self.receive)?;
         let stopping = get(&self.stopping)?;
-        let supervise = optional(self.supervise.as_ref().and_then(&mut get), &self.supervise)?;
+        let supervise = match &self.supervise {
+            Some(index) => Some(get(index)?),
+            None => None,
+        };
         let upgrade = match &self.upgrade {
             Some((save, migrate)) => Some((get(save)?, get(migrate)?)),
             None => None,
         };
-        let packed = self.packed_receive.as_ref().map(&mut get);
-        let packed = optional(packed.flatten(), &self.packed_receive)?;
+        let packed = match &self.packed_receive {
+            Some(index) => Some(get(index)?),
+            None => None,
+        };
         Some(Exports {
             start,
             receive,
@@ -212,17 +207,28 @@ impl Exports {
     }
 }
 
-/// The index of `interface#name` if `pre`'s component exports it, checked to be a function
-/// taking `P` and returning `R`.
-fn check<T, P, R>(
-    pre: &InstancePre<T>,
-    interface: &str,
-    name: &str,
-) -> Result<Option<ComponentExportIndex>, ExportMismatch>
+/// The parameters and results of a typed function, which a signature here names.
+trait Signature {
+    type Params: ComponentNamedList + Lower;
+    type Results: ComponentNamedList + Lift;
+}
+
+impl<P, R> Signature for TypedFunc<P, R>
 where
     P: ComponentNamedList + Lower,
     R: ComponentNamedList + Lift,
 {
+    type Params = P;
+    type Results = R;
+}
+
+/// The index of `interface#name` if `pre`'s component exports it, checked to be a function of
+/// signature `F`.
+fn check<T, F: Signature>(
+    pre: &InstancePre<T>,
+    interface: &str,
+    name: &str,
+) -> Result<Option<ComponentExportIndex>, ExportMismatch> {
     let component = pre.component();
     let Some((item, index)) = component
         .get_export(None, interface)
@@ -237,7 +243,7 @@ where
     };
     match item {
         ComponentItem::ComponentFunc(func) => func
-            .typecheck::<P, R>(&pre.instance_type())
+            .typecheck::<F::Params, F::Results>(&pre.instance_type())
             .map(|()| Some(index))
             .map_err(|e| mismatch("not of the type the host calls it with", Some(e))),
         _ => Err(mismatch("not a function", None)),
