@@ -483,6 +483,19 @@ fn page_table_bytes() -> u64 {
     proc_kb("status", "VmPTE")
 }
 
+/// The CPU time of this process so far, in seconds: in user mode, and in the kernel (where a
+/// fresh page's fault and zeroing go).
+fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: `getrusage` writes the struct it is given, which is plain data.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (seconds(usage.ru_utime), seconds(usage.ru_stime))
+}
+
 /// The minor page faults of this process so far: each first touch of a fresh page is one.
 fn minor_faults() -> u64 {
     // `minflt` is field 10 of `/proc/self/stat`: the eighth after the command in parentheses.
@@ -540,6 +553,7 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let mut probe = system.probe("bench")?;
     let mut dead = system.subscribe_dead_letters();
     let (rss0, tables0, faults0) = (rss_bytes(), page_table_bytes(), minor_faults());
+    let (user0, sys0) = cpu_seconds();
     let maps0 = mappings();
     let start = Instant::now();
     for i in 0..n {
@@ -573,6 +587,11 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
         })??;
     }
     let total = start.elapsed().as_secs_f64();
+    // CPU time a spawn and its answer took, in user mode (the instructions, steady from run to
+    // run) and in the kernel (mostly fresh memory, which on a VM varies with the host).
+    let (user, sys) = cpu_seconds();
+    let per_actor_us = |t: f64| t * 1e6 / n as f64;
+    let (user_us, sys_us) = (per_actor_us(user - user0), per_actor_us(sys - sys0));
     let rss = rss_bytes().saturating_sub(rss0);
     let live = answered.max(1);
     // Page-table bytes per live actor, now: read again once the actors idle.
@@ -607,7 +626,8 @@ async fn w2(args: &Args) -> anyhow::Result<f64> {
     let floor = args.threads as f64 * 1e6 / (fresh_pages * page_us);
     println!(
         "RESULT runtime=mote workload=w2 actors={n} live={answered} failed={failed} spawn_call_seconds={spawned:.6} \
-         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} rss_bytes_per_actor={} idle_rss_bytes_per_actor={} \
+         spawn_plus_msg_seconds={total:.6} spawns_per_sec={:.0} user_us_per_actor={user_us:.1} sys_us_per_actor={sys_us:.1} \
+         rss_bytes_per_actor={} idle_rss_bytes_per_actor={} \
          page_table_bytes_per_actor={tables} idle_page_table_bytes_per_actor={idle_tables} minor_faults_per_actor={faults:.1} fresh_page_us={page_us:.2} \
          fresh_memory_floor_per_sec={floor:.0} mappings_per_actor={maps:.2} metrics_scrape_ms={scrape_ms:.1} \
          metrics_scrape_bytes={scraped}",
