@@ -170,90 +170,9 @@ pub(crate) fn check_exports(
     })
 }
 
-/// Checks that an optional `packed-receive` export has the signature the host calls it with,
-/// `receive: func(msg: list<u8>) -> result<_, string>`: a mismatch is refused here, at deploy,
-/// instead of failing every instance.
-pub(crate) fn check_packed_receive(
-    name: &str,
-    component: &Component,
-    engine: &Engine,
-) -> Result<(), ModuleError> {
-    use wasmtime::component::types::{ComponentItem, Type};
-    let ty = component.component_type();
-    let Some(export) = ty.get_export(engine, PACKED_RECEIVE_EXPORT) else {
-        return Ok(());
-    };
-    let func = match export.ty {
-        ComponentItem::ComponentInstance(instance) => instance
-            .get_export(engine, "receive")
-            .and_then(|item| match item.ty {
-                ComponentItem::ComponentFunc(func) => Some(func),
-                _ => None,
-            }),
-        _ => None,
-    };
-    let fits = func.is_some_and(|func| {
-        let params: Vec<Type> = func.params().map(|(_, ty)| ty).collect();
-        let results: Vec<Type> = func.results().collect();
-        matches!(params.as_slice(), [Type::List(list)] if list.ty() == Type::U8)
-            && matches!(results.as_slice(), [Type::Result(r)] if r.ok().is_none() && r.err() == Some(Type::String))
-    });
-    if fits {
-        return Ok(());
-    }
-    Err(ModuleError::WrongWorld {
-        name: name.to_owned(),
-        reason: format!(
-            "its `{PACKED_RECEIVE_EXPORT}` export is not \
-             `receive: func(msg: list<u8>) -> result<_, string>`"
-        ),
-        source: None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A component exporting `packed-receive.receive` with the given component function type
-    /// (lifted from a core function of the matching shape).
-    fn packed_receive(func_type: &str, core_params: &str) -> Component {
-        let wat = format!(
-            r#"(component
-                (core module $m
-                    (memory (export "mem") 1)
-                    (func (export "realloc") (param i32 i32 i32 i32) (result i32) i32.const 8)
-                    (func (export "recv") (param {core_params}) (result i32) i32.const 0))
-                (core instance $i (instantiate $m))
-                (func $f {func_type}
-                    (canon lift (core func $i "recv") (memory (core memory $i "mem"))
-                        (realloc (core func $i "realloc"))))
-                (instance $p (export "receive" (func $f)))
-                (export "{PACKED_RECEIVE_EXPORT}" (instance $p)))"#
-        );
-        Component::new(&Engine::default(), wat).expect("the test component is valid")
-    }
-
-    #[test]
-    fn a_packed_receive_export_must_have_the_signature_the_host_calls() {
-        let engine = Engine::default();
-        let good = packed_receive(
-            r#"(param "msg" (list u8)) (result (result (error string)))"#,
-            "i32 i32",
-        );
-        assert!(check_packed_receive("m", &good, &engine).is_ok());
-        let wrong_list = packed_receive(
-            r#"(param "msg" (list u32)) (result (result (error string)))"#,
-            "i32 i32",
-        );
-        let err = check_packed_receive("m", &wrong_list, &engine).unwrap_err();
-        assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err:?}");
-        assert!(err.to_string().contains("packed-receive"), "{err}");
-        let wrong_result = packed_receive(r#"(param "msg" (list u8)) (result string)"#, "i32 i32");
-        assert!(check_packed_receive("m", &wrong_result, &engine).is_err());
-        let absent = Component::new(&engine, "(component)").unwrap();
-        assert!(check_packed_receive("m", &absent, &engine).is_ok());
-    }
 
     #[test]
     fn contract_versions_follow_semver() {

@@ -22,6 +22,7 @@ use wasmtime::component::{
 };
 
 use super::checks::{ACTOR_EXPORT, PACKED_RECEIVE_EXPORT, SUPERVISOR_EXPORT, UPGRADE_EXPORT};
+use crate::error::ModuleError;
 use crate::sandbox::bindings::{
     WitAddress, WitDirective, WitFailureKind, WitMessage, WitStopReason,
 };
@@ -42,26 +43,6 @@ pub(crate) type MigrateFunc = TypedFunc<(String, Vec<u8>), (Result<(), String>,)
 /// `packed-receive.receive`.
 pub(crate) type PackedReceiveFunc<'a> = TypedFunc<(&'a [u8],), (Result<(), String>,)>;
 
-/// Why a module's exports do not fit: the function, and what is wrong with it.
-///
-/// Its text names the function; wasmtime's type check, where that is what failed, is kept
-/// apart (`ModuleError::WrongWorld` makes it the error's source).
-#[derive(Debug)]
-pub(crate) struct ExportMismatch {
-    /// The function, as `interface#name`.
-    pub(crate) export: String,
-    /// What is wrong with it.
-    pub(crate) reason: String,
-    /// wasmtime's type check, where that is what failed.
-    pub(crate) source: Option<wasmtime::Error>,
-}
-
-impl std::fmt::Display for ExportMismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "export `{}`: {}", self.export, self.reason)
-    }
-}
-
 /// Where a module's functions for the host are, each checked against its signature.
 #[derive(Clone, Debug)]
 pub(crate) struct ExportIndices {
@@ -74,28 +55,26 @@ pub(crate) struct ExportIndices {
 }
 
 impl ExportIndices {
-    /// Finds and type-checks the functions the host calls in `pre`'s component.
-    pub(crate) fn new<T>(pre: &InstancePre<T>) -> Result<Self, ExportMismatch> {
+    /// Finds and type-checks the functions the host calls in `pre`'s component, that of the
+    /// module `module`.
+    pub(crate) fn new<T>(module: &str, pre: &InstancePre<T>) -> Result<Self, ModuleError> {
+        let finder = Finder { module, pre };
         let required = |found: Option<ComponentExportIndex>, name: &str| {
-            found.ok_or_else(|| ExportMismatch {
-                export: format!("{ACTOR_EXPORT}#{name}"),
-                reason: "missing".to_owned(),
-                source: None,
-            })
+            found.ok_or_else(|| finder.mismatch(ACTOR_EXPORT, name, "missing", None))
         };
-        let start = check::<_, StartFunc>(pre, ACTOR_EXPORT, "start")?;
-        let receive = check::<_, ReceiveFunc>(pre, ACTOR_EXPORT, "receive")?;
-        let stopping = check::<_, StoppingFunc>(pre, ACTOR_EXPORT, "stopping")?;
-        let supervise = check::<_, SuperviseFunc>(pre, SUPERVISOR_EXPORT, "supervise")?;
+        let start = finder.check::<StartFunc>(ACTOR_EXPORT, "start")?;
+        let receive = finder.check::<ReceiveFunc>(ACTOR_EXPORT, "receive")?;
+        let stopping = finder.check::<StoppingFunc>(ACTOR_EXPORT, "stopping")?;
+        let supervise = finder.check::<SuperviseFunc>(SUPERVISOR_EXPORT, "supervise")?;
         // Both hooks or neither: one alone does not make a module upgradable.
         let upgrade = match (
-            check::<_, SaveStateFunc>(pre, UPGRADE_EXPORT, "save-state")?,
-            check::<_, MigrateFunc>(pre, UPGRADE_EXPORT, "migrate")?,
+            finder.check::<SaveStateFunc>(UPGRADE_EXPORT, "save-state")?,
+            finder.check::<MigrateFunc>(UPGRADE_EXPORT, "migrate")?,
         ) {
             (Some(save), Some(migrate)) => Some((save, migrate)),
             _ => None,
         };
-        let packed_receive = check::<_, PackedReceiveFunc>(pre, PACKED_RECEIVE_EXPORT, "receive")?;
+        let packed_receive = finder.check::<PackedReceiveFunc>(PACKED_RECEIVE_EXPORT, "receive")?;
         Ok(ExportIndices {
             start: required(start, "start")?,
             receive: required(receive, "receive")?,
@@ -222,31 +201,53 @@ where
     type Results = R;
 }
 
-/// The index of `interface#name` if `pre`'s component exports it, checked to be a function of
-/// signature `F`.
-fn check<T, F: Signature>(
-    pre: &InstancePre<T>,
-    interface: &str,
-    name: &str,
-) -> Result<Option<ComponentExportIndex>, ExportMismatch> {
-    let component = pre.component();
-    let Some((item, index)) = component
-        .get_export(None, interface)
-        .and_then(|(_, instance)| component.get_export(Some(&instance), name))
-    else {
-        return Ok(None);
-    };
-    let mismatch = |reason: &str, source| ExportMismatch {
-        export: format!("{interface}#{name}"),
-        reason: reason.to_owned(),
-        source,
-    };
-    match item {
-        ComponentItem::ComponentFunc(func) => func
-            .typecheck::<F::Params, F::Results>(&pre.instance_type())
-            .map(|()| Some(index))
-            .map_err(|e| mismatch("not of the type the host calls it with", Some(e))),
-        _ => Err(mismatch("not a function", None)),
+/// Looks up the functions of one module's component.
+struct Finder<'a, T: 'static> {
+    module: &'a str,
+    pre: &'a InstancePre<T>,
+}
+
+impl<T> Finder<'_, T> {
+    /// The index of `interface#name` if the component exports it, checked to be a function of
+    /// signature `F`.
+    fn check<F: Signature>(
+        &self,
+        interface: &str,
+        name: &str,
+    ) -> Result<Option<ComponentExportIndex>, ModuleError> {
+        let component = self.pre.component();
+        let Some((item, index)) = component
+            .get_export(None, interface)
+            .and_then(|(_, instance)| component.get_export(Some(&instance), name))
+        else {
+            return Ok(None);
+        };
+        match item {
+            ComponentItem::ComponentFunc(func) => func
+                .typecheck::<F::Params, F::Results>(&self.pre.instance_type())
+                .map(|()| Some(index))
+                .map_err(|e| {
+                    let why = "not of the type the host calls it with";
+                    self.mismatch(interface, name, why, Some(e))
+                }),
+            _ => Err(self.mismatch(interface, name, "not a function", None)),
+        }
+    }
+
+    /// The module's refusal: `interface#name` is not what the host calls (`reason`), and
+    /// wasmtime's type check, where that is what failed, as the source.
+    fn mismatch(
+        &self,
+        interface: &str,
+        name: &str,
+        reason: &str,
+        source: Option<wasmtime::Error>,
+    ) -> ModuleError {
+        ModuleError::WrongWorld {
+            name: self.module.to_owned(),
+            reason: format!("export `{interface}#{name}`: {reason}"),
+            source: source.map(Into::into),
+        }
     }
 }
 
@@ -312,7 +313,7 @@ mod tests {
     fn functions_checked_at_deploy_are_called_unchecked_in_every_instance() {
         let engine = Engine::default();
         let pre = pre(&engine, &component(&engine, ACTOR, ""));
-        let indices = ExportIndices::new(&pre).unwrap();
+        let indices = ExportIndices::new("m", &pre).unwrap();
         assert!(!indices.packed_receive() && !indices.upgradable());
         for _ in 0..2 {
             let mut store = Store::new(&engine, ());
@@ -328,11 +329,12 @@ mod tests {
     fn a_module_without_an_actor_function_is_refused_naming_it() {
         let engine = Engine::default();
         let pre = pre(&engine, &component(&engine, &["start", "receive"], ""));
-        let err = ExportIndices::new(&pre).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("export `{ACTOR_EXPORT}#stopping`: missing")
-        );
+        let err = ExportIndices::new("m", &pre).unwrap_err();
+        let ModuleError::WrongWorld { reason, source, .. } = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(reason, format!("export `{ACTOR_EXPORT}#stopping`: missing"));
+        assert!(source.is_none());
     }
 
     #[test]
@@ -344,10 +346,41 @@ mod tests {
                (export "{SUPERVISOR_EXPORT}" (instance $s))"#
         );
         let pre = pre(&engine, &component(&engine, ACTOR, &supervise));
-        let err = ExportIndices::new(&pre).unwrap_err();
-        assert_eq!(err.export, format!("{SUPERVISOR_EXPORT}#supervise"));
-        assert!(err.source.is_some(), "wasmtime's type check is kept");
-        assert!(err.to_string().contains("not of the type"), "{err}");
+        let err = ExportIndices::new("m", &pre).unwrap_err();
+        let ModuleError::WrongWorld { reason, source, .. } = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            reason,
+            format!(
+                "export `{SUPERVISOR_EXPORT}#supervise`: not of the type the host calls it with"
+            )
+        );
+        assert!(source.is_some(), "wasmtime's type check is kept");
+    }
+
+    #[test]
+    fn a_packed_receive_export_must_have_the_signature_the_host_calls() {
+        let engine = Engine::default();
+        // `start`'s core function has the flat shape of each of these.
+        let packed = |func_type: &str| {
+            let extra = format!(
+                r#"(func $packed {func_type}
+                       (canon lift (core func $i "start") (memory (core memory $i "mem"))
+                           (realloc (core func $i "realloc"))))
+                   (instance $p (export "receive" (func $packed)))
+                   (export "{PACKED_RECEIVE_EXPORT}" (instance $p))"#
+            );
+            ExportIndices::new("m", &pre(&engine, &component(&engine, ACTOR, &extra)))
+        };
+        let good = packed(r#"(param "msg" (list u8)) (result (result (error string)))"#);
+        assert!(good.unwrap().packed_receive());
+        let wrong_list = packed(r#"(param "msg" (list u32)) (result (result (error string)))"#);
+        let err = wrong_list.unwrap_err();
+        assert!(matches!(err, ModuleError::WrongWorld { .. }), "{err:?}");
+        assert!(err.to_string().contains("packed-receive"), "{err}");
+        let wrong_result = packed(r#"(param "msg" (list u8)) (result string)"#);
+        assert!(wrong_result.is_err());
     }
 
     #[test]
@@ -361,7 +394,7 @@ mod tests {
                (export "{UPGRADE_EXPORT}" (instance $u))"#
         );
         let pre = pre(&engine, &component(&engine, ACTOR, &save));
-        let indices = ExportIndices::new(&pre).unwrap();
+        let indices = ExportIndices::new("m", &pre).unwrap();
         assert!(!indices.upgradable());
     }
 }

@@ -303,7 +303,6 @@ impl Modules {
         checks::check_contract(name, &component, &backend.engine)?;
         checks::check_imports(name, &component, &backend.engine, grants)?;
         checks::check_exports(name, &component, &backend.engine)?;
-        checks::check_packed_receive(name, &component, &backend.engine)?;
         let source = Source {
             name,
             version,
@@ -518,11 +517,7 @@ fn prepare(
         .linker
         .instantiate_pre(component)
         .map_err(mismatch)?;
-    let exports = ExportIndices::new(&pre).map_err(|e| ModuleError::WrongWorld {
-        name: name.to_owned(),
-        reason: e.to_string(),
-        source: e.source.map(Into::into),
-    })?;
+    let exports = ExportIndices::new(name, &pre)?;
     let imports = |prefix: &str| {
         (component.component_type().imports(&backend.engine)).any(|(i, _)| i.starts_with(prefix))
     };
